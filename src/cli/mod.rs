@@ -1,0 +1,122 @@
+//! Argument parsing in two stages: clap turns the command line into plain structs (`Cli`), then
+//! each subcommand turns those into library calls and checks what clap cannot (files, models).
+
+mod score;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use readout::device::DeviceRequest;
+use readout::engine::{Engine, LoadOptions, MatmulPath};
+use std::path::PathBuf;
+
+/// Decide rubric criteria with a small local language model by reading the answer-letter logits.
+#[derive(Parser)]
+#[command(name = "readout", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Log more (-v: info, -vv: debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decide each criterion of a rubric for one text or many.
+    Score(score::ScoreArgs),
+    /// Show what Readout reads from a model file: shape, tokenizer, chat template, letters.
+    Info(InfoArgs),
+}
+
+/// The model options every model-using subcommand takes.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// A GGUF file or a Hugging Face model directory [default: models/SmolLM2-135M-Instruct.Q4_1.gguf].
+    #[arg(long, short = 'm')]
+    pub model: Option<PathBuf>,
+    /// Where to run: auto, cpu, cuda or metal.
+    #[arg(long, default_value = "auto", value_parser = clap::value_parser!(DeviceRequest))]
+    pub device: DeviceRequest,
+    /// Matmul kernels: dense (f32, dequantised at load), quantized, or auto (quantised for single-token steps).
+    #[arg(long, default_value = "dense", value_parser = parse_matmul)]
+    pub matmul: MatmulPath,
+    /// CPU threads for the matmuls [default: all cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
+    match s {
+        "dense" => Ok(MatmulPath::Dense),
+        "quantized" | "quantised" => Ok(MatmulPath::Quantized),
+        "auto" => Ok(MatmulPath::Auto),
+        other => Err(format!("unknown matmul path `{other}` (expected dense, quantized or auto)")),
+    }
+}
+
+impl ModelArgs {
+    /// Load the chosen model.
+    pub fn load(&self) -> Result<Engine> {
+        if let Some(n) = self.threads {
+            // candle's CPU kernels read this when their thread pool starts.
+            std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        }
+        let path = self.model.clone().unwrap_or_else(readout::default_model_path);
+        let engine = Engine::load(&path, &LoadOptions { device: self.device, matmul: self.matmul })
+            .with_context(|| format!("loading model {}", path.display()))?;
+        Ok(engine)
+    }
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+/// Parse and run; returns the process exit code.
+pub fn run() -> Result<i32> {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()))
+        .with_writer(std::io::stderr)
+        .try_init();
+    match cli.command {
+        Command::Score(a) => score::run(a),
+        Command::Info(a) => info(a),
+    }
+}
+
+fn info(a: InfoArgs) -> Result<i32> {
+    let engine = a.model.load()?;
+    let info = engine.info();
+    println!("{}", serde_json::to_string_pretty(info)?);
+    Ok(0)
+}
+
+/// Exit codes, as the README documents them.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    use readout::Error as E;
+    match err.downcast_ref::<E>() {
+        Some(E::BadInput { .. } | E::BadFile { .. }) => 3,
+        Some(
+            E::ModelMissing { .. }
+            | E::CorruptGguf { .. }
+            | E::UnsupportedArchitecture { .. }
+            | E::UnsupportedTensorType { .. }
+            | E::BadTensor { .. }
+            | E::BadModelConfig { .. }
+            | E::Tokenizer { .. }
+            | E::LetterNotSingleToken { .. }
+            | E::ChatTemplate { .. },
+        ) => 4,
+        Some(E::ContextOverflow { .. }) => 5,
+        Some(E::Device { .. }) => 6,
+        _ => 1,
+    }
+}

@@ -1,0 +1,469 @@
+//! Loading a model from disk: a GGUF file (weights, shape, tokenizer and chat template all in
+//! its metadata) or a Hugging Face directory (`config.json`, `tokenizer.json`,
+//! `tokenizer_config.json`, safetensors). Every failure names the file and says what to do.
+
+use super::config::{Architecture, ModelConfig, RopeStyle};
+use super::model::{Layer, Linear, LoadedWeight, MatmulPath, Transformer};
+use crate::error::{Error, Result};
+use candle_core::quantized::gguf_file;
+use candle_core::{DType, Device, Tensor};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a model file says about itself, besides its weights.
+pub(crate) struct Loaded {
+    pub model: Transformer,
+    pub tokenizer_source: TokenizerSource,
+    pub chat_template: Option<String>,
+    pub bos_token: Option<String>,
+    pub eos_token: Option<String>,
+    pub quantisation: String,
+    pub name: String,
+}
+
+/// Where the tokenizer comes from.
+pub(crate) enum TokenizerSource {
+    /// A `tokenizer.json`.
+    Json(PathBuf),
+    /// The GGUF metadata.
+    Gguf(Box<GgufVocab>),
+}
+
+/// The tokenizer fields of a GGUF file.
+pub(crate) struct GgufVocab {
+    pub model: String,
+    pub pre: String,
+    pub tokens: Vec<String>,
+    pub token_types: Vec<i32>,
+    pub merges: Vec<String>,
+    pub add_bos: bool,
+    pub bos_id: Option<u32>,
+}
+
+/// Load any supported model: a `.gguf` file or a Hugging Face directory.
+pub(crate) fn load(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
+    if !path.exists() {
+        return Err(Error::ModelMissing { path: path.to_path_buf(), hint: missing_hint(path) });
+    }
+    if path.is_dir() {
+        load_hf(path, device)
+    } else {
+        load_gguf(path, device, matmul)
+    }
+}
+
+fn missing_hint(path: &Path) -> String {
+    if path.file_name().map(|n| n == crate::DEFAULT_MODEL_FILE).unwrap_or(false) {
+        "Fetch the default model with: models/fetch".to_string()
+    } else {
+        "Pass a GGUF file or a Hugging Face model directory with --model, or run models/fetch for the default model."
+            .to_string()
+    }
+}
+
+fn corrupt(path: &Path, detail: impl std::fmt::Display) -> Error {
+    Error::CorruptGguf { path: path.to_path_buf(), detail: detail.to_string() }
+}
+
+fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let content = gguf_file::Content::read(&mut file).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("unknown dtype") {
+            Error::UnsupportedTensorType { path: path.to_path_buf(), tensor: "(header)".into(), dtype: msg }
+        } else {
+            corrupt(path, msg)
+        }
+    })?;
+    // Every tensor must lie wholly inside the file.
+    for (name, info) in &content.tensor_infos {
+        let elems = info.shape.elem_count();
+        let bs = info.ggml_dtype.block_size();
+        if elems % bs != 0 {
+            return Err(Error::BadTensor {
+                path: path.to_path_buf(),
+                tensor: name.clone(),
+                detail: format!("{elems} elements are not a whole number of {bs}-element blocks"),
+            });
+        }
+        let end = content.tensor_data_offset + info.offset + (elems / bs * info.ggml_dtype.type_size()) as u64;
+        if end > file_len {
+            return Err(corrupt(path, format!("tensor `{name}` ends at byte {end} but the file has {file_len} bytes")));
+        }
+    }
+    let md = &content.metadata;
+    let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
+    let arch_name =
+        get_str("general.architecture").ok_or_else(|| corrupt(path, "no `general.architecture` in the metadata"))?;
+    let arch = Architecture::from_name(&arch_name)
+        .ok_or_else(|| Error::UnsupportedArchitecture { path: path.to_path_buf(), arch: arch_name.clone() })?;
+    let a = arch.as_str();
+    let bad_cfg = |k: &str| Error::BadModelConfig {
+        path: path.to_path_buf(),
+        detail: format!("metadata key `{k}` is missing or not a number"),
+    };
+    let get_u = |k: &str| -> Result<usize> {
+        let key = format!("{a}.{k}");
+        md.get(&key)
+            .and_then(|v| v.to_u64().ok().or_else(|| v.to_u32().ok().map(u64::from)))
+            .map(|v| v as usize)
+            .ok_or_else(|| bad_cfg(&key))
+    };
+    let get_f = |k: &str| -> Option<f32> { md.get(&format!("{a}.{k}")).and_then(|v| v.to_f32().ok()) };
+    let hidden = get_u("embedding_length")?;
+    let heads = get_u("attention.head_count")?;
+    let kv_heads = get_u("attention.head_count_kv").unwrap_or(heads);
+    let head_dim = get_u("attention.key_length").unwrap_or(hidden / heads.max(1));
+    let tokens: Vec<String> = match md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()) {
+        Some(v) => v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect(),
+        None => {
+            return Err(Error::Tokenizer {
+                path: path.to_path_buf(),
+                detail: "no `tokenizer.ggml.tokens` in the metadata".into(),
+            })
+        }
+    };
+    let has_output = content.tensor_infos.contains_key("output.weight");
+    let cfg = ModelConfig {
+        architecture: arch,
+        vocab_size: get_u("vocab_size").unwrap_or(tokens.len()),
+        hidden_size: hidden,
+        intermediate_size: get_u("feed_forward_length")?,
+        num_layers: get_u("block_count")?,
+        num_heads: heads,
+        num_kv_heads: kv_heads,
+        head_dim,
+        rope_theta: get_f("rope.freq_base").unwrap_or(10_000.0),
+        rms_eps: get_f("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
+        context_length: get_u("context_length").unwrap_or(4096),
+        tie_embeddings: !has_output,
+        rope_style: match arch {
+            Architecture::Llama => RopeStyle::Interleaved,
+            Architecture::Qwen3 => RopeStyle::Halves,
+        },
+    };
+    cfg.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
+
+    let mut get = |name: &str| -> Result<LoadedWeight> {
+        let info = content.tensor_infos.get(name).ok_or_else(|| Error::BadTensor {
+            path: path.to_path_buf(),
+            tensor: name.to_string(),
+            detail: "not in the file".into(),
+        })?;
+        let q = info
+            .read(&mut file, content.tensor_data_offset, device)
+            .map_err(|e| corrupt(path, format!("reading tensor `{name}`: {e}")))?;
+        Ok(LoadedWeight::Quant(Arc::new(q)))
+    };
+    let names = |i: usize, k: &str| format!("blk.{i}.{k}.weight");
+    let model = build(
+        &cfg,
+        device,
+        matmul,
+        path,
+        &mut get,
+        "token_embd.weight",
+        "output_norm.weight",
+        "output.weight",
+        names,
+        GGUF_KEYS,
+    )?;
+
+    let types: Vec<i32> = md
+        .get("tokenizer.ggml.token_type")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
+        .unwrap_or_default();
+    let merges: Vec<String> = md
+        .get("tokenizer.ggml.merges")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect())
+        .unwrap_or_default();
+    let id = |k: &str| md.get(k).and_then(|v| v.to_u32().ok());
+    let bos_id = id("tokenizer.ggml.bos_token_id");
+    let eos_id = id("tokenizer.ggml.eos_token_id");
+    let tok_text = |i: Option<u32>| i.and_then(|i| tokens.get(i as usize).cloned());
+    let quantisation = dominant_type(&content);
+    let vocab = GgufVocab {
+        model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
+        pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
+        token_types: types,
+        merges,
+        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
+        bos_id,
+        tokens: tokens.clone(),
+    };
+    Ok(Loaded {
+        model,
+        tokenizer_source: TokenizerSource::Gguf(Box::new(vocab)),
+        chat_template: get_str("tokenizer.chat_template"),
+        bos_token: tok_text(bos_id),
+        eos_token: tok_text(eos_id),
+        quantisation,
+        name: get_str("general.name").unwrap_or_else(|| file_stem(path)),
+    })
+}
+
+/// The tensor type most of the weight bytes are in, as GGUF names it.
+fn dominant_type(content: &gguf_file::Content) -> String {
+    let mut by: HashMap<String, u64> = HashMap::new();
+    for info in content.tensor_infos.values() {
+        *by.entry(format!("{:?}", info.ggml_dtype)).or_default() += info.shape.elem_count() as u64;
+    }
+    by.into_iter().max_by_key(|(_, n)| *n).map(|(t, _)| t.to_uppercase()).unwrap_or_default()
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Tensor names inside a block, GGUF then Hugging Face.
+struct BlockKeys {
+    attn_norm: &'static str,
+    q: &'static str,
+    k: &'static str,
+    v: &'static str,
+    o: &'static str,
+    q_norm: &'static str,
+    k_norm: &'static str,
+    ffn_norm: &'static str,
+    gate: &'static str,
+    up: &'static str,
+    down: &'static str,
+}
+
+const GGUF_KEYS: BlockKeys = BlockKeys {
+    attn_norm: "attn_norm",
+    q: "attn_q",
+    k: "attn_k",
+    v: "attn_v",
+    o: "attn_output",
+    q_norm: "attn_q_norm",
+    k_norm: "attn_k_norm",
+    ffn_norm: "ffn_norm",
+    gate: "ffn_gate",
+    up: "ffn_up",
+    down: "ffn_down",
+};
+
+const HF_KEYS: BlockKeys = BlockKeys {
+    attn_norm: "input_layernorm",
+    q: "self_attn.q_proj",
+    k: "self_attn.k_proj",
+    v: "self_attn.v_proj",
+    o: "self_attn.o_proj",
+    q_norm: "self_attn.q_norm",
+    k_norm: "self_attn.k_norm",
+    ffn_norm: "post_attention_layernorm",
+    gate: "mlp.gate_proj",
+    up: "mlp.up_proj",
+    down: "mlp.down_proj",
+};
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    cfg: &ModelConfig,
+    device: &Device,
+    matmul: MatmulPath,
+    path: &Path,
+    get: &mut dyn FnMut(&str) -> Result<LoadedWeight>,
+    embed_name: &str,
+    norm_name: &str,
+    head_name: &str,
+    names: impl Fn(usize, &str) -> String,
+    keys: BlockKeys,
+) -> Result<Transformer> {
+    let (d, kv, q, ff, hd) = (
+        cfg.hidden_size,
+        cfg.num_kv_heads * cfg.head_dim,
+        cfg.num_heads * cfg.head_dim,
+        cfg.intermediate_size,
+        cfg.head_dim,
+    );
+    let mut shaped = |name: String, want: &[usize]| -> Result<LoadedWeight> {
+        let w = get(&name)?;
+        if w.dims() != want {
+            return Err(Error::BadTensor {
+                path: path.to_path_buf(),
+                tensor: name,
+                detail: format!("shape {:?}, expected {:?}", w.dims(), want),
+            });
+        }
+        Ok(w)
+    };
+    let embed = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?.into_dense(device)?;
+    let norm = shaped(norm_name.to_string(), &[d])?.into_dense(device)?;
+    let head = if cfg.tie_embeddings {
+        embed.clone()
+    } else {
+        shaped(head_name.to_string(), &[cfg.vocab_size, d])?.into_dense(device)?
+    };
+    let mut layers = Vec::with_capacity(cfg.num_layers);
+    for i in 0..cfg.num_layers {
+        let mut lin = |k: &str, shape: &[usize]| -> Result<Linear> {
+            Ok(Linear::new(shaped(names(i, k), shape)?, matmul, device)?)
+        };
+        let wq = lin(keys.q, &[q, d])?;
+        let wk = lin(keys.k, &[kv, d])?;
+        let wv = lin(keys.v, &[kv, d])?;
+        let wo = lin(keys.o, &[d, q])?;
+        let w_gate = lin(keys.gate, &[ff, d])?;
+        let w_up = lin(keys.up, &[ff, d])?;
+        let w_down = lin(keys.down, &[d, ff])?;
+        let mut vecw = |k: &str, n: usize| -> Result<Tensor> { Ok(shaped(names(i, k), &[n])?.into_dense(device)?) };
+        let attn_norm = vecw(keys.attn_norm, d)?;
+        let ffn_norm = vecw(keys.ffn_norm, d)?;
+        let (q_norm, k_norm) = match cfg.architecture {
+            Architecture::Qwen3 => (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?)),
+            Architecture::Llama => (None, None),
+        };
+        layers.push(Layer { attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down });
+    }
+    let (cos, sin) = Transformer::rope_tables(cfg, device)?;
+    Ok(Transformer { cfg: cfg.clone(), embed, layers, norm, head, cos, sin, device: device.clone() })
+}
+
+/// The fields of a Hugging Face `config.json` we read.
+#[derive(serde::Deserialize)]
+struct HfConfig {
+    #[serde(default)]
+    architectures: Vec<String>,
+    #[serde(default)]
+    model_type: Option<String>,
+    vocab_size: usize,
+    hidden_size: usize,
+    intermediate_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    #[serde(default)]
+    num_key_value_heads: Option<usize>,
+    #[serde(default)]
+    head_dim: Option<usize>,
+    #[serde(default)]
+    rope_theta: Option<f32>,
+    #[serde(default)]
+    rms_norm_eps: Option<f64>,
+    #[serde(default)]
+    max_position_embeddings: Option<usize>,
+    #[serde(default)]
+    tie_word_embeddings: Option<bool>,
+}
+
+fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
+    let cfg_path = dir.join("config.json");
+    let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::BadModelConfig {
+        path: cfg_path.clone(),
+        detail: format!(
+            "cannot read it ({e}); a Hugging Face model directory needs config.json, tokenizer.json and *.safetensors"
+        ),
+    })?;
+    let hf: HfConfig = serde_json::from_str(&text)
+        .map_err(|e| Error::BadModelConfig { path: cfg_path.clone(), detail: e.to_string() })?;
+    let arch_name = hf.architectures.first().cloned().or(hf.model_type.clone()).unwrap_or_default();
+    let arch = Architecture::from_name(&arch_name)
+        .or_else(|| hf.model_type.as_deref().and_then(Architecture::from_name))
+        .ok_or_else(|| Error::UnsupportedArchitecture { path: cfg_path.clone(), arch: arch_name.clone() })?;
+    let cfg = ModelConfig {
+        architecture: arch,
+        vocab_size: hf.vocab_size,
+        hidden_size: hf.hidden_size,
+        intermediate_size: hf.intermediate_size,
+        num_layers: hf.num_hidden_layers,
+        num_heads: hf.num_attention_heads,
+        num_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
+        head_dim: hf.head_dim.unwrap_or(hf.hidden_size / hf.num_attention_heads.max(1)),
+        rope_theta: hf.rope_theta.unwrap_or(10_000.0),
+        rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
+        context_length: hf.max_position_embeddings.unwrap_or(4096).min(32_768),
+        tie_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+        rope_style: RopeStyle::Halves,
+    };
+    cfg.validate().map_err(|d| Error::BadModelConfig { path: cfg_path.clone(), detail: d })?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().map(|x| x == "safetensors").unwrap_or(false))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::BadModelConfig {
+            path: dir.to_path_buf(),
+            detail: "no *.safetensors weights in the directory".into(),
+        });
+    }
+    // SAFETY: the files are mapped read-only; a file changed under us while loading is the
+    // user's to avoid, as with every mmap-based loader.
+    let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }
+        .map_err(|e| Error::BadModelConfig { path: dir.to_path_buf(), detail: format!("reading safetensors: {e}") })?;
+    let mut get = |name: &str| -> Result<LoadedWeight> {
+        let t = st.load(name, device).map_err(|e| Error::BadTensor {
+            path: dir.to_path_buf(),
+            tensor: name.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok(LoadedWeight::Dense(t.to_dtype(DType::F32)?))
+    };
+    let names = |i: usize, k: &str| format!("model.layers.{i}.{k}.weight");
+    let model = build(
+        &cfg,
+        device,
+        MatmulPath::Dense,
+        dir,
+        &mut get,
+        "model.embed_tokens.weight",
+        "model.norm.weight",
+        "lm_head.weight",
+        names,
+        HF_KEYS,
+    )?;
+    let tok_path = dir.join("tokenizer.json");
+    if !tok_path.exists() {
+        return Err(Error::Tokenizer {
+            path: tok_path,
+            detail: "missing; a Hugging Face model directory needs tokenizer.json".into(),
+        });
+    }
+    let tc = read_tokenizer_config(&dir.join("tokenizer_config.json"))?;
+    Ok(Loaded {
+        model,
+        tokenizer_source: TokenizerSource::Json(tok_path),
+        chat_template: tc.chat_template,
+        bos_token: tc.bos_token,
+        eos_token: tc.eos_token,
+        quantisation: "F32".into(),
+        name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+    })
+}
+
+struct TokenizerConfig {
+    chat_template: Option<String>,
+    bos_token: Option<String>,
+    eos_token: Option<String>,
+}
+
+fn read_tokenizer_config(path: &Path) -> Result<TokenizerConfig> {
+    if !path.exists() {
+        return Ok(TokenizerConfig { chat_template: None, bos_token: None, eos_token: None });
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::BadModelConfig { path: path.to_path_buf(), detail: e.to_string() })?;
+    let tok = |k: &str| match v.get(k) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Object(o)) => o.get("content").and_then(|c| c.as_str()).map(String::from),
+        _ => None,
+    };
+    let chat_template = match v.get("chat_template") {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+            .and_then(|t| t.get("template"))
+            .and_then(|t| t.as_str())
+            .map(String::from),
+        _ => None,
+    };
+    Ok(TokenizerConfig { chat_template, bos_token: tok("bos_token"), eos_token: tok("eos_token") })
+}

@@ -1,0 +1,246 @@
+//! Our own decoder forward on candle tensors: RMSNorm, RoPE, grouped-query attention with an
+//! explicit mask, SwiGLU, and Qwen3's per-head q/k norms. It is ours (not candle-transformers')
+//! because the readout needs what stock model code lacks: attention over a cached prefix with a
+//! tree mask (several suffixes in one pass, each seeing the prefix and its own tokens), arbitrary
+//! positions per token, and logits computed only at the rows that are read.
+
+use super::config::{ModelConfig, RopeStyle};
+use super::kv::{LayerKv, Prefix};
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
+use std::sync::Arc;
+
+/// Which matmul kernel a projection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatmulPath {
+    /// Weights dequantised to f32 once at load; f32 GEMM for every shape.
+    Dense,
+    /// candle's quantised kernels for every shape.
+    Quantized,
+    /// Dense for multi-token passes, quantised for single-token decode steps.
+    Auto,
+}
+
+/// A weight matrix `[out, in]` in the forms the chosen path needs.
+pub(crate) struct Linear {
+    dense: Option<Tensor>,
+    quant: Option<QMatMul>,
+}
+
+impl Linear {
+    pub(crate) fn new(w: LoadedWeight, path: MatmulPath, device: &Device) -> candle_core::Result<Self> {
+        match w {
+            LoadedWeight::Dense(t) => Ok(Linear { dense: Some(t.to_dtype(DType::F32)?), quant: None }),
+            LoadedWeight::Quant(q) => {
+                let dense = match path {
+                    MatmulPath::Quantized => None,
+                    _ => Some(q.dequantize(device)?),
+                };
+                let quant = match path {
+                    MatmulPath::Dense => None,
+                    _ => Some(QMatMul::from_arc(q)?),
+                };
+                Ok(Linear { dense, quant })
+            }
+        }
+    }
+
+    /// `x [rows, in] -> [rows, out]`.
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let rows = x.dim(0)?;
+        match (&self.dense, &self.quant) {
+            (Some(_), Some(q)) if rows == 1 => q.forward(x),
+            (Some(w), _) => x.matmul(&w.t()?),
+            (None, Some(q)) => q.forward(x),
+            (None, None) => candle_core::bail!("linear layer holds no weights"),
+        }
+    }
+}
+
+/// A tensor as it came out of the file.
+pub(crate) enum LoadedWeight {
+    Dense(Tensor),
+    Quant(Arc<QTensor>),
+}
+
+impl LoadedWeight {
+    pub(crate) fn into_dense(self, device: &Device) -> candle_core::Result<Tensor> {
+        match self {
+            LoadedWeight::Dense(t) => t.to_dtype(DType::F32),
+            LoadedWeight::Quant(q) => q.dequantize(device),
+        }
+    }
+    pub(crate) fn dims(&self) -> Vec<usize> {
+        match self {
+            LoadedWeight::Dense(t) => t.dims().to_vec(),
+            LoadedWeight::Quant(q) => q.shape().dims().to_vec(),
+        }
+    }
+}
+
+pub(crate) struct Layer {
+    pub attn_norm: Tensor,
+    pub wq: Linear,
+    pub wk: Linear,
+    pub wv: Linear,
+    pub wo: Linear,
+    pub q_norm: Option<Tensor>,
+    pub k_norm: Option<Tensor>,
+    pub ffn_norm: Tensor,
+    pub w_gate: Linear,
+    pub w_up: Linear,
+    pub w_down: Linear,
+}
+
+/// A decoder-only transformer with tied or separate LM head.
+pub(crate) struct Transformer {
+    pub cfg: ModelConfig,
+    pub embed: Tensor,
+    pub layers: Vec<Layer>,
+    pub norm: Tensor,
+    /// `[vocab, hidden]`, f32: the embedding matrix when tied.
+    pub head: Tensor,
+    pub cos: Tensor,
+    pub sin: Tensor,
+    pub device: Device,
+}
+
+impl Transformer {
+    /// RoPE tables for every position of the context.
+    pub(crate) fn rope_tables(cfg: &ModelConfig, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+        let half = cfg.head_dim / 2;
+        let inv: Vec<f32> =
+            (0..half).map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32)).collect();
+        let n = cfg.context_length.max(1);
+        let mut cos = Vec::with_capacity(n * half);
+        let mut sin = Vec::with_capacity(n * half);
+        for p in 0..n {
+            for f in &inv {
+                let a = p as f32 * f;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        Ok((Tensor::from_vec(cos, (n, half), device)?, Tensor::from_vec(sin, (n, half), device)?))
+    }
+
+    /// Run `tokens` (at `positions`) over `past`. `mask` is additive, `[S, past.len() + S]`.
+    /// Returns the final-layer hidden states `[S, hidden]` (before the output norm) and each
+    /// layer's new keys and values.
+    pub(crate) fn forward(
+        &self,
+        tokens: &[u32],
+        positions: &[u32],
+        past: &Prefix,
+        mask: &Tensor,
+    ) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
+        let cfg = &self.cfg;
+        let s = tokens.len();
+        let ids = Tensor::from_slice(tokens, s, &self.device)?;
+        let pos = Tensor::from_slice(positions, s, &self.device)?;
+        let cos = self.cos.index_select(&pos, 0)?;
+        let sin = self.sin.index_select(&pos, 0)?;
+        let mut x = self.embed.index_select(&ids, 0)?;
+        let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let group = h / kvh;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let eps = cfg.rms_eps as f32;
+        let mask = mask.unsqueeze(0)?.unsqueeze(0)?; // [1, 1, S, T]
+        let mut new_kv = Vec::with_capacity(self.layers.len());
+        for (li, layer) in self.layers.iter().enumerate() {
+            let xn = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
+            let q = layer.wq.forward(&xn)?.reshape((s, h, hd))?;
+            let k = layer.wk.forward(&xn)?.reshape((s, kvh, hd))?;
+            let v = layer.wv.forward(&xn)?.reshape((s, kvh, hd))?;
+            let q = match &layer.q_norm {
+                Some(w) => candle_nn::ops::rms_norm(&q.contiguous()?, w, eps)?,
+                None => q,
+            };
+            let k = match &layer.k_norm {
+                Some(w) => candle_nn::ops::rms_norm(&k.contiguous()?, w, eps)?,
+                None => k,
+            };
+            // [1, heads, S, hd] for the rope kernels.
+            let q = q.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
+            let k = k.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
+            let (q, k) = match cfg.rope_style {
+                RopeStyle::Interleaved => {
+                    (candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?, candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?)
+                }
+                RopeStyle::Halves => {
+                    (candle_nn::rotary_emb::rope(&q, &cos, &sin)?, candle_nn::rotary_emb::rope(&k, &cos, &sin)?)
+                }
+            };
+            let k = k.squeeze(0)?; // [kvh, S, hd]
+            let v = v.transpose(0, 1)?.contiguous()?; // [kvh, S, hd]
+            let (k_all, v_all) = match past.layers.get(li) {
+                Some(p) => (Tensor::cat(&[&p.k, &k], 1)?, Tensor::cat(&[&p.v, &v], 1)?),
+                None => (k.clone(), v.clone()),
+            };
+            let t = k_all.dim(1)?;
+            // Grouped-query attention without repeating K/V: fold the query heads of a group
+            // into the row dimension.
+            let q = q.squeeze(0)?.reshape((kvh, group * s, hd))?;
+            let att = (q.matmul(&k_all.t()?)? * scale)?; // [kvh, group*S, T]
+            let att = att.reshape((kvh, group, s, t))?.broadcast_add(&mask)?;
+            let att = candle_nn::ops::softmax_last_dim(&att)?;
+            let out = att.reshape((kvh, group * s, t))?.matmul(&v_all)?; // [kvh, group*S, hd]
+            let out = out.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?;
+            let out = layer.wo.forward(&out)?;
+            x = (x + out)?;
+            let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
+            let gate = layer.w_gate.forward(&xn)?;
+            let up = layer.w_up.forward(&xn)?;
+            let ff = layer.w_down.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
+            x = (x + ff)?;
+            new_kv.push(LayerKv { k, v });
+        }
+        Ok((x, new_kv))
+    }
+
+    /// Output norm and LM head at the given rows of `hidden`. With `ids`, only those rows of the
+    /// head are used (a pruned head); otherwise the whole vocabulary.
+    pub(crate) fn head_at(&self, hidden: &Tensor, rows: &[u32], ids: Option<&Tensor>) -> candle_core::Result<Tensor> {
+        let rows = Tensor::from_slice(rows, rows.len(), &self.device)?;
+        let h = hidden.index_select(&rows, 0)?;
+        let h = candle_nn::ops::rms_norm(&h, &self.norm, self.cfg.rms_eps as f32)?;
+        match ids {
+            Some(ids) => h.matmul(&self.head.index_select(ids, 0)?.t()?),
+            None => h.matmul(&self.head.t()?),
+        }
+    }
+
+    /// Additive mask for `groups` of new tokens over a prefix of `past` tokens: every new token
+    /// sees the whole prefix and the earlier tokens of its own group.
+    pub(crate) fn tree_mask(past: usize, groups: &[usize], device: &Device) -> candle_core::Result<Tensor> {
+        let s: usize = groups.iter().sum();
+        let t = past + s;
+        let mut m = vec![f32::NEG_INFINITY; s * t];
+        let mut start = 0;
+        for &g in groups {
+            for i in 0..g {
+                let row = (start + i) * t;
+                m[row..row + past].fill(0.0);
+                m[row + past + start..row + past + start + i + 1].fill(0.0);
+            }
+            start += g;
+        }
+        Tensor::from_vec(m, (s, t), device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_mask_shapes_and_visibility() {
+        let m = Transformer::tree_mask(2, &[2, 1], &Device::Cpu).unwrap();
+        let v: Vec<Vec<f32>> = m.to_vec2().unwrap();
+        let seen = |r: usize| v[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
+        assert_eq!(seen(0), vec![1, 1, 1, 0, 0]);
+        assert_eq!(seen(1), vec![1, 1, 1, 1, 0]);
+        assert_eq!(seen(2), vec![1, 1, 0, 0, 1]);
+    }
+}

@@ -1,0 +1,175 @@
+//! The prompt: how a state and a criterion become the text the model reads, rendered with the
+//! model's own chat template (minijinja), thinking turned off where the template has it.
+//!
+//! Layout (version [`PROMPT_VERSION`]): one system message asking for one option letter; any
+//! shots as user/assistant turns; then a user turn with the state first, the criterion, and the
+//! lettered options; then the generation prompt. The state comes before the criterion so that
+//! every criterion and ordering of one item shares the state as a prefix.
+
+use crate::error::{Error, Result};
+use crate::rubric::{Criterion, QuestionKind};
+use minijinja::{context, Environment};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The name of this prompt layout; result files record it.
+pub const PROMPT_VERSION: &str = "readout-v1";
+
+/// Option letters, in order.
+pub const LETTERS: [&str; 26] = [
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W",
+    "X", "Y", "Z",
+];
+
+const SYSTEM: &str = "You judge texts. Read the text and the question, then answer with the letter of exactly one option and nothing else.";
+
+/// One chat message.
+#[derive(Debug, Clone, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        Message { role: role.to_string(), content: content.into() }
+    }
+}
+
+/// A worked example put before the scored item: the user turn and the answer letter.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    pub user: String,
+    pub answer: String,
+}
+
+/// A model's chat template, ready to render.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    source_path: PathBuf,
+    bos: String,
+    eos: String,
+}
+
+/// ChatML, used when a model ships no template.
+const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+impl ChatTemplate {
+    /// Compile `source` (or ChatML when the model has none). `path` names the model in errors.
+    pub fn new(source: Option<String>, bos: Option<String>, eos: Option<String>, path: &Path) -> Result<Self> {
+        let mut env = Environment::new();
+        minijinja_contrib::add_to_environment(&mut env);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
+        });
+        env.add_function("strftime_now", |_fmt: String| "1 January 2026".to_string());
+        let src = source.unwrap_or_else(|| CHATML.to_string());
+        env.add_template_owned("chat", src)
+            .map_err(|e| Error::ChatTemplate { path: path.to_path_buf(), detail: e.to_string() })?;
+        Ok(ChatTemplate {
+            env,
+            source_path: path.to_path_buf(),
+            bos: bos.unwrap_or_default(),
+            eos: eos.unwrap_or_default(),
+        })
+    }
+
+    /// Render messages with the generation prompt and thinking off.
+    pub fn render(&self, messages: &[Message]) -> Result<String> {
+        let tpl = self.env.get_template("chat").map_err(|e| self.err(e))?;
+        tpl.render(context! {
+            messages => messages,
+            add_generation_prompt => true,
+            enable_thinking => false,
+            bos_token => self.bos,
+            eos_token => self.eos,
+        })
+        .map_err(|e| self.err(e))
+    }
+
+    fn err(&self, e: minijinja::Error) -> Error {
+        Error::ChatTemplate { path: self.source_path.clone(), detail: format!("rendering failed: {e:#}") }
+    }
+}
+
+/// The user turn for a state and a criterion shown in `ordering` (indices into its options).
+pub fn user_turn(state: &str, criterion: &Criterion, ordering: &[usize]) -> String {
+    let mut s = String::with_capacity(state.len() + 256);
+    s.push_str("Text:\n");
+    s.push_str(state.trim_end());
+    s.push_str("\n\nQuestion: ");
+    s.push_str(criterion.instructions.trim());
+    if let Some(rule) = &criterion.rule {
+        s.push_str("\nRule: ");
+        s.push_str(rule.trim());
+    }
+    if criterion.kind == QuestionKind::Score {
+        s.push_str("\n(The options are levels, lowest first.)");
+    }
+    s.push_str("\n\nOptions:\n");
+    for (slot, &opt) in ordering.iter().enumerate() {
+        s.push_str(LETTERS[slot]);
+        s.push_str(". ");
+        s.push_str(criterion.options[opt].description.trim());
+        s.push('\n');
+    }
+    s.push_str("\nAnswer with one letter.");
+    s
+}
+
+/// The messages of a prompt: system, shots, then the scored user turn.
+pub fn messages(shots: &[Shot], user: String) -> Vec<Message> {
+    let mut m = Vec::with_capacity(2 + 2 * shots.len());
+    m.push(Message::new("system", SYSTEM));
+    for shot in shots {
+        m.push(Message::new("user", shot.user.clone()));
+        m.push(Message::new("assistant", shot.answer.clone()));
+    }
+    m.push(Message::new("user", user));
+    m
+}
+
+/// The identity ordering and its cyclic rotations.
+pub fn rotations(n: usize) -> Vec<Vec<usize>> {
+    (0..n).map(|r| (0..n).map(|i| (i + r) % n).collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rubric::OptionSpec;
+
+    fn crit() -> Criterion {
+        Criterion {
+            name: "c".into(),
+            kind: QuestionKind::Choice,
+            instructions: "Which?".into(),
+            rule: None,
+            options: vec![
+                OptionSpec { id: "x".into(), description: "Ex".into() },
+                OptionSpec { id: "y".into(), description: "Why".into() },
+            ],
+            gold: None,
+        }
+    }
+
+    #[test]
+    fn state_first_then_lettered_options_in_order() {
+        let u = user_turn("The text.", &crit(), &[1, 0]);
+        assert_eq!(u, "Text:\nThe text.\n\nQuestion: Which?\n\nOptions:\nA. Why\nB. Ex\n\nAnswer with one letter.");
+    }
+
+    #[test]
+    fn chatml_renders_generation_prompt() {
+        let t = ChatTemplate::new(None, None, None, Path::new("m")).unwrap();
+        let s = t.render(&messages(&[], "hi".into())).unwrap();
+        assert!(s.starts_with("<|im_start|>system\n"));
+        assert!(s.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+    }
+
+    #[test]
+    fn rotations_are_cyclic() {
+        assert_eq!(rotations(3), vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]]);
+    }
+}
