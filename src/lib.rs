@@ -4,11 +4,14 @@
 //! The pipeline: rubric or eval set → [`plan`] → [`engine`] → combine → metrics → result file.
 //! The CLI (`src/main.rs`) and the desktop app only parse, call and present.
 
+pub mod debias;
 pub mod device;
 pub mod engine;
 pub mod error;
+pub mod evalset;
 pub mod hash;
 pub mod math;
+pub mod metrics;
 pub mod plan;
 pub mod prompt;
 pub mod rubric;

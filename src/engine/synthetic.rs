@@ -1,0 +1,249 @@
+//! Models with random weights, written to disk in the formats Readout loads. They exist for
+//! fast engine tests (a tiny model of each architecture) and for speed work at the size of a
+//! real model whose weights are not reachable here (speed does not depend on the values).
+//! The tokenizer is byte-level: 256 byte tokens plus the ChatML specials, so every letter is
+//! one token.
+
+use super::config::{Architecture, ModelConfig, RopeStyle};
+use crate::error::{Error, Result};
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Special tokens appended after the 256 byte tokens.
+pub const SPECIALS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+
+const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// A tiny model of `arch`: 2 layers, hidden 256 (so every GGUF block type fits), byte vocabulary.
+pub fn tiny_config(arch: Architecture) -> ModelConfig {
+    ModelConfig {
+        architecture: arch,
+        vocab_size: 256 + SPECIALS.len(),
+        hidden_size: 256,
+        intermediate_size: 512,
+        num_layers: 2,
+        num_heads: 4,
+        num_kv_heads: 2,
+        head_dim: 64,
+        rope_theta: 10_000.0,
+        rms_eps: 1e-5,
+        context_length: 1024,
+        tie_embeddings: true,
+        rope_style: match arch {
+            Architecture::Llama => RopeStyle::Interleaved,
+            Architecture::Qwen3 => RopeStyle::Halves,
+        },
+    }
+}
+
+/// GPT-2's byte-to-character map: the vocabulary strings of a byte-level BPE.
+pub fn byte_tokens() -> Vec<String> {
+    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+    let mut chars = printable.clone();
+    let mut n = 0;
+    for b in 0..256u32 {
+        if !printable.contains(&b) {
+            printable.push(b);
+            chars.push(256 + n);
+            n += 1;
+        }
+    }
+    let mut out = vec![String::new(); 256];
+    for (b, c) in printable.iter().zip(chars) {
+        out[*b as usize] = char::from_u32(c).map(String::from).unwrap_or_default();
+    }
+    out
+}
+
+/// Deterministic uniform values in `[-scale, scale]` (splitmix64).
+fn random(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// Every tensor of a model, named as in GGUF, shaped `[out, in]`.
+fn tensors(cfg: &ModelConfig, seed: u64) -> candle_core::Result<Vec<(String, Tensor)>> {
+    let dev = Device::Cpu;
+    let mut s = seed;
+    let mut t = |shape: &[usize], scale: f32| -> candle_core::Result<Tensor> {
+        Tensor::from_vec(random(shape.iter().product(), &mut s, scale), shape, &dev)
+    };
+    let (d, ff, hd) = (cfg.hidden_size, cfg.intermediate_size, cfg.head_dim);
+    let (q, kv) = (cfg.num_heads * hd, cfg.num_kv_heads * hd);
+    let w = 0.7 / (d as f32).sqrt();
+    let mut out = vec![("token_embd.weight".to_string(), t(&[cfg.vocab_size, d], 1.0)?)];
+    for i in 0..cfg.num_layers {
+        let mut add = |k: &str, shape: &[usize], scale: f32, offset: f32| -> candle_core::Result<()> {
+            out.push((format!("blk.{i}.{k}.weight"), (t(shape, scale)? + offset as f64)?));
+            Ok(())
+        };
+        add("attn_norm", &[d], 0.1, 1.0)?;
+        add("attn_q", &[q, d], w, 0.0)?;
+        add("attn_k", &[kv, d], w, 0.0)?;
+        add("attn_v", &[kv, d], w, 0.0)?;
+        add("attn_output", &[d, q], w, 0.0)?;
+        if cfg.architecture == Architecture::Qwen3 {
+            add("attn_q_norm", &[hd], 0.1, 1.0)?;
+            add("attn_k_norm", &[hd], 0.1, 1.0)?;
+        }
+        add("ffn_norm", &[d], 0.1, 1.0)?;
+        add("ffn_gate", &[ff, d], w, 0.0)?;
+        add("ffn_up", &[ff, d], w, 0.0)?;
+        add("ffn_down", &[d, ff], 0.7 / (ff as f32).sqrt(), 0.0)?;
+    }
+    out.push(("output_norm.weight".to_string(), (t(&[d], 0.1)? + 1.0)?));
+    if !cfg.tie_embeddings {
+        out.push(("output.weight".to_string(), t(&[cfg.vocab_size, d], 1.0)?));
+    }
+    Ok(out)
+}
+
+/// Write a random-weights GGUF with matrices stored as `dtype` (norms stay F32).
+pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -> Result<()> {
+    use gguf_file::Value;
+    let a = cfg.architecture.as_str();
+    let mut tokens = byte_tokens();
+    tokens.extend(SPECIALS.iter().map(|s| s.to_string()));
+    let types: Vec<Value> = (0..tokens.len()).map(|i| Value::I32(if i < 256 { 1 } else { 3 })).collect();
+    let pre = match cfg.architecture {
+        Architecture::Llama => "smollm",
+        Architecture::Qwen3 => "qwen2",
+    };
+    let md: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(a.into())),
+        ("general.name".into(), Value::String(format!("random-{a}"))),
+        (format!("{a}.block_count"), Value::U32(cfg.num_layers as u32)),
+        (format!("{a}.context_length"), Value::U32(cfg.context_length as u32)),
+        (format!("{a}.embedding_length"), Value::U32(cfg.hidden_size as u32)),
+        (format!("{a}.feed_forward_length"), Value::U32(cfg.intermediate_size as u32)),
+        (format!("{a}.attention.head_count"), Value::U32(cfg.num_heads as u32)),
+        (format!("{a}.attention.head_count_kv"), Value::U32(cfg.num_kv_heads as u32)),
+        (format!("{a}.attention.key_length"), Value::U32(cfg.head_dim as u32)),
+        (format!("{a}.rope.freq_base"), Value::F32(cfg.rope_theta)),
+        (format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(cfg.rms_eps as f32)),
+        (format!("{a}.vocab_size"), Value::U32(cfg.vocab_size as u32)),
+        ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre".into(), Value::String(pre.into())),
+        ("tokenizer.ggml.tokens".into(), Value::Array(tokens.iter().map(|t| Value::String(t.clone())).collect())),
+        ("tokenizer.ggml.token_type".into(), Value::Array(types)),
+        ("tokenizer.ggml.merges".into(), Value::Array(vec![])),
+        ("tokenizer.ggml.bos_token_id".into(), Value::U32(256)),
+        ("tokenizer.ggml.eos_token_id".into(), Value::U32(258)),
+        ("tokenizer.ggml.add_bos_token".into(), Value::Bool(false)),
+        ("tokenizer.chat_template".into(), Value::String(CHATML.into())),
+    ];
+    let mut qs: Vec<(String, QTensor)> = Vec::new();
+    for (name, t) in tensors(cfg, seed)? {
+        let ty = if t.rank() == 1 { GgmlDType::F32 } else { dtype };
+        qs.push((name, QTensor::quantize(&t, ty)?));
+    }
+    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    gguf_file::write(&mut f, &md_refs, &t_refs)?;
+    Ok(())
+}
+
+/// Write a random-weights Hugging Face directory (config.json, tokenizer.json,
+/// tokenizer_config.json, model.safetensors in f32). With `tokenizer_dir`, its tokenizer.json and
+/// tokenizer_config.json are copied instead of the byte-level one.
+pub fn write_hf_dir(dir: &Path, cfg: &ModelConfig, seed: u64, tokenizer_dir: Option<&Path>) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let hf = |k: &str| -> String {
+        let map = [
+            ("attn_norm", "input_layernorm"),
+            ("attn_q_norm", "self_attn.q_norm"),
+            ("attn_k_norm", "self_attn.k_norm"),
+            ("attn_q", "self_attn.q_proj"),
+            ("attn_k", "self_attn.k_proj"),
+            ("attn_v", "self_attn.v_proj"),
+            ("attn_output", "self_attn.o_proj"),
+            ("ffn_norm", "post_attention_layernorm"),
+            ("ffn_gate", "mlp.gate_proj"),
+            ("ffn_up", "mlp.up_proj"),
+            ("ffn_down", "mlp.down_proj"),
+        ];
+        if k == "token_embd.weight" {
+            return "model.embed_tokens.weight".into();
+        }
+        if k == "output_norm.weight" {
+            return "model.norm.weight".into();
+        }
+        if k == "output.weight" {
+            return "lm_head.weight".into();
+        }
+        let rest = k.trim_start_matches("blk.");
+        let (i, name) = rest.split_once('.').unwrap_or(("0", rest));
+        let name = name.trim_end_matches(".weight");
+        let mapped = map.iter().find(|(g, _)| *g == name).map(|(_, h)| *h).unwrap_or(name);
+        format!("model.layers.{i}.{mapped}.weight")
+    };
+    let named: HashMap<String, Tensor> = tensors(cfg, seed)?.into_iter().map(|(k, t)| (hf(&k), t)).collect();
+    candle_core::safetensors::save(&named, dir.join("model.safetensors"))?;
+    let arch = match cfg.architecture {
+        Architecture::Llama => "LlamaForCausalLM",
+        Architecture::Qwen3 => "Qwen3ForCausalLM",
+    };
+    let config = serde_json::json!({
+        "architectures": [arch],
+        "model_type": cfg.architecture.as_str(),
+        "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.hidden_size,
+        "intermediate_size": cfg.intermediate_size,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "num_key_value_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        "rope_theta": cfg.rope_theta,
+        "rms_norm_eps": cfg.rms_eps,
+        "max_position_embeddings": cfg.context_length,
+        "tie_word_embeddings": cfg.tie_embeddings,
+        "torch_dtype": "float32",
+    });
+    let write = |name: &str, v: &serde_json::Value| -> Result<()> {
+        let p = dir.join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap_or_default()).map_err(|e| Error::io(&p, e))
+    };
+    write("config.json", &config)?;
+    match tokenizer_dir {
+        Some(src) => {
+            for name in ["tokenizer.json", "tokenizer_config.json"] {
+                let from = src.join(name);
+                std::fs::copy(&from, dir.join(name)).map_err(|e| Error::io(&from, e))?;
+            }
+        }
+        None => {
+            let mut tokens = byte_tokens();
+            tokens.extend(SPECIALS.iter().map(|s| s.to_string()));
+            let vocab: serde_json::Map<String, serde_json::Value> =
+                tokens.iter().enumerate().map(|(i, t)| (t.clone(), serde_json::json!(i))).collect();
+            let added: Vec<serde_json::Value> = SPECIALS
+                .iter()
+                .enumerate()
+                .map(|(i, s)| serde_json::json!({"id": 256 + i, "content": s, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}))
+                .collect();
+            let tok = serde_json::json!({
+                "version": "1.0", "truncation": null, "padding": null, "added_tokens": added, "normalizer": null,
+                "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+                "post_processor": null,
+                "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+                "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                          "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                          "vocab": vocab, "merges": []}
+            });
+            write("tokenizer.json", &tok)?;
+            write("tokenizer_config.json", &serde_json::json!({"chat_template": CHATML, "eos_token": "<|im_end|>"}))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,719 @@
+//! Metrics: pure functions from scored rows to the figures a result file publishes (accuracy,
+//! balanced accuracy, order consistency, calibration, a group bootstrap interval) and to the
+//! paired comparison of two runs (exact McNemar). They live apart from the run pipeline so that
+//! they can be checked by hand on tiny inputs and recomputed from any result file; the model is
+//! never called here.
+//!
+//! Conventions every figure follows:
+//! - A row is one (item, criterion). It is *invalid* when `predicted` is `None` (a generate
+//!   reply with no valid letter) or out of range; an invalid row counts as wrong everywhere.
+//! - Confidence is the top combined probability of a valid row. An invalid row enters ECE with
+//!   confidence 0 and accuracy 0, so it falls in the first bin and adds no gap of its own; it
+//!   still counts in N, which weighs every bin.
+//! - Brier and NLL read `probs`; a row without `probs` is treated as all-zero probabilities:
+//!   Brier 1 and NLL `-ln(1e-12)` (about 27.6).
+//! - Balanced accuracy is keyed by the gold option's id, not its index.
+//! - An empty row set gives 0 for every rate (it never occurs in a run: an eval set is never empty).
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Number of equal-width reliability bins on the top probability.
+pub const BINS: usize = 10;
+/// Probability floor for NLL.
+pub const NLL_FLOOR: f64 = 1e-12;
+/// Bootstrap resamples a run takes unless told otherwise.
+pub const DEFAULT_RESAMPLES: usize = 1000;
+/// Bootstrap seed a run takes unless told otherwise.
+pub const DEFAULT_SEED: u64 = 0;
+/// Coverage of the bootstrap interval.
+pub const INTERVAL_LEVEL: f64 = 0.95;
+/// Name of the confusion-matrix column counting invalid replies.
+pub const INVALID: &str = "invalid";
+
+/// One scored (item, criterion): what the metrics need from a run's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredRow {
+    pub id: String,
+    pub family: String,
+    pub group_id: String,
+    /// Index into `option_ids` of the right answer.
+    pub gold: usize,
+    pub option_ids: Vec<String>,
+    /// Combined probabilities by option index; `None` for an invalid generate reply.
+    pub probs: Option<Vec<f64>>,
+    /// Predicted option index; `None` = invalid.
+    pub predicted: Option<usize>,
+    /// Whether the prediction changed between orderings; `None` = not checked (one ordering).
+    pub order_unstable: Option<bool>,
+}
+
+impl ScoredRow {
+    /// The prediction names an option.
+    pub fn is_valid(&self) -> bool {
+        self.predicted.is_some_and(|p| p < self.option_ids.len())
+    }
+
+    pub fn correct(&self) -> bool {
+        self.is_valid() && self.predicted == Some(self.gold)
+    }
+
+    /// Top combined probability of a valid row; 0 for an invalid one.
+    pub fn confidence(&self) -> f64 {
+        match (&self.probs, self.is_valid()) {
+            (Some(p), true) => p.iter().copied().fold(0.0, f64::max),
+            _ => 0.0,
+        }
+    }
+
+    /// The gold option's id (`#i` if the index is out of range, which a run never produces).
+    pub fn gold_id(&self) -> String {
+        self.option_ids.get(self.gold).cloned().unwrap_or_else(|| format!("#{}", self.gold))
+    }
+
+    /// Sum over options of `(p_i - y_i)^2`; 1 without probabilities.
+    pub fn brier(&self) -> f64 {
+        let Some(p) = &self.probs else { return 1.0 };
+        let mut s: f64 =
+            p.iter().enumerate().map(|(i, &v)| if i == self.gold { (v - 1.0).powi(2) } else { v * v }).sum();
+        if self.gold >= p.len() {
+            s += 1.0;
+        }
+        s
+    }
+
+    /// `-ln(max(p_gold, 1e-12))`.
+    pub fn nll(&self) -> f64 {
+        let p = self.probs.as_ref().and_then(|p| p.get(self.gold).copied()).unwrap_or(0.0);
+        -(if p.is_nan() { NLL_FLOOR } else { p.max(NLL_FLOOR) }).ln()
+    }
+}
+
+/// One reliability bin `[lo, hi)` (the last is `[0.9, 1.0]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub lo: f64,
+    pub hi: f64,
+    pub count: usize,
+    /// 0 for an empty bin.
+    pub mean_confidence: f64,
+    /// 0 for an empty bin.
+    pub accuracy: f64,
+}
+
+/// Gold (rows) × predicted (columns) counts. Rows follow `labels`; columns follow `labels`, then
+/// one more column named [`INVALID`] when any row was invalid (each row of `counts` is then one
+/// longer than `labels`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confusion {
+    /// Option ids in order of first appearance in the rows.
+    pub labels: Vec<String>,
+    pub counts: Vec<Vec<usize>>,
+}
+
+/// The figures for one set of rows (a family, or all rows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub rows: usize,
+    pub accuracy: f64,
+    pub balanced_accuracy: f64,
+    pub invalid: usize,
+    /// Share of checked rows whose prediction agrees across orderings; `None` if none was checked.
+    pub order_consistency: Option<f64>,
+    /// Number of order-unstable rows; `None` if none was checked.
+    pub order_unstable: Option<usize>,
+    pub ece: f64,
+    pub brier: f64,
+    pub nll: f64,
+    pub reliability: Vec<Bin>,
+    pub confusion: Confusion,
+}
+
+/// A bootstrap percentile interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub level: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+/// Everything a run reports about its rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub overall: Metrics,
+    pub families: BTreeMap<String, Metrics>,
+    /// Mean over families of their balanced accuracy.
+    pub mean_family_balanced_accuracy: f64,
+    /// Group bootstrap interval of `mean_family_balanced_accuracy`.
+    pub bootstrap: Interval,
+}
+
+fn ratio(num: usize, den: usize) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+fn mean(sum: f64, n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+/// Reliability bin of a confidence: `floor(10 c)`, with 1.0 in the last bin.
+fn bin_of(confidence: f64) -> usize {
+    if confidence.is_nan() || confidence <= 0.0 {
+        return 0;
+    }
+    ((confidence * BINS as f64) as usize).min(BINS - 1)
+}
+
+/// Mean recall over the gold classes present, keyed by option id.
+fn balanced_accuracy(rows: &[&ScoredRow]) -> f64 {
+    let mut per_class: HashMap<String, (usize, usize)> = HashMap::new();
+    for r in rows {
+        let e = per_class.entry(r.gold_id()).or_default();
+        e.0 += 1;
+        e.1 += r.correct() as usize;
+    }
+    mean(per_class.values().map(|&(n, c)| ratio(c, n)).sum(), per_class.len())
+}
+
+/// The figures for one set of rows.
+pub fn metrics(rows: &[ScoredRow]) -> Metrics {
+    metrics_of(&rows.iter().collect::<Vec<_>>())
+}
+
+fn metrics_of(rows: &[&ScoredRow]) -> Metrics {
+    let n = rows.len();
+    let correct = rows.iter().filter(|r| r.correct()).count();
+    let invalid = rows.iter().filter(|r| !r.is_valid()).count();
+
+    let checked: Vec<bool> = rows.iter().filter_map(|r| r.order_unstable).collect();
+    let unstable = checked.iter().filter(|&&u| u).count();
+    let (order_consistency, order_unstable) = if checked.is_empty() {
+        (None, None)
+    } else {
+        (Some(ratio(checked.len() - unstable, checked.len())), Some(unstable))
+    };
+
+    let mut conf_sum = [0.0f64; BINS];
+    let mut hits = [0usize; BINS];
+    let mut counts = [0usize; BINS];
+    for r in rows {
+        let c = r.confidence();
+        let b = bin_of(c);
+        counts[b] += 1;
+        conf_sum[b] += c;
+        hits[b] += r.correct() as usize;
+    }
+    let mut ece = 0.0;
+    let reliability = (0..BINS)
+        .map(|b| {
+            let mean_confidence = mean(conf_sum[b], counts[b]);
+            let accuracy = ratio(hits[b], counts[b]);
+            ece += ratio(counts[b], n) * (accuracy - mean_confidence).abs();
+            Bin {
+                lo: b as f64 / BINS as f64,
+                hi: (b + 1) as f64 / BINS as f64,
+                count: counts[b],
+                mean_confidence,
+                accuracy,
+            }
+        })
+        .collect();
+
+    Metrics {
+        rows: n,
+        accuracy: ratio(correct, n),
+        balanced_accuracy: balanced_accuracy(rows),
+        invalid,
+        order_consistency,
+        order_unstable,
+        ece,
+        brier: mean(rows.iter().map(|r| r.brier()).sum(), n),
+        nll: mean(rows.iter().map(|r| r.nll()).sum(), n),
+        reliability,
+        confusion: confusion(rows, invalid > 0),
+    }
+}
+
+fn confusion(rows: &[&ScoredRow], with_invalid: bool) -> Confusion {
+    let mut labels: Vec<String> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut add = |id: String, labels: &mut Vec<String>| {
+        *index.entry(id.clone()).or_insert_with(|| {
+            labels.push(id);
+            labels.len() - 1
+        })
+    };
+    let mut cells = Vec::with_capacity(rows.len());
+    for r in rows {
+        for id in &r.option_ids {
+            add(id.clone(), &mut labels);
+        }
+        let g = add(r.gold_id(), &mut labels);
+        let p = if r.is_valid() { r.predicted.map(|p| add(r.option_ids[p].clone(), &mut labels)) } else { None };
+        cells.push((g, p));
+    }
+    let cols = labels.len() + with_invalid as usize;
+    let mut counts = vec![vec![0usize; cols]; labels.len()];
+    for (g, p) in cells {
+        counts[g][p.unwrap_or(cols - 1)] += 1;
+    }
+    Confusion { labels, counts }
+}
+
+/// Per-family and overall metrics, the mean over families and its group bootstrap interval
+/// (`resamples` draws of the group ids with replacement, seeded; 2.5 and 97.5 percentiles,
+/// linearly interpolated). With `resamples == 0` the interval collapses to the point estimate.
+pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
+    let mut by_family: BTreeMap<String, Vec<&ScoredRow>> = BTreeMap::new();
+    for r in rows {
+        by_family.entry(r.family.clone()).or_default().push(r);
+    }
+    let families: BTreeMap<String, Metrics> = by_family.into_iter().map(|(f, rs)| (f, metrics_of(&rs))).collect();
+    let mean_family_balanced_accuracy = mean(families.values().map(|m| m.balanced_accuracy).sum(), families.len());
+    let (lo, hi) =
+        bootstrap(rows, resamples, seed).unwrap_or((mean_family_balanced_accuracy, mean_family_balanced_accuracy));
+    Summary {
+        overall: metrics(rows),
+        families,
+        mean_family_balanced_accuracy,
+        bootstrap: Interval { level: INTERVAL_LEVEL, lo, hi, resamples, seed },
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator, enough for resampling.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix64(self.0)
+    }
+
+    /// Uniform-enough index in `0..n` (multiply-shift; bias below 2^-40 for any set we see).
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Percentile by linear interpolation between order statistics (NumPy's default).
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let h = q * (sorted.len() - 1) as f64;
+    let i = h.floor() as usize;
+    let j = (i + 1).min(sorted.len() - 1);
+    sorted[i] + (h - i as f64) * (sorted[j] - sorted[i])
+}
+
+/// The (2.5, 97.5) percentiles of mean family balanced accuracy over group resamples; `None`
+/// when there is nothing to resample. Each resample has its own generator, derived from the seed
+/// and the resample's index, so the result does not depend on thread scheduling.
+fn bootstrap(rows: &[ScoredRow], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if resamples == 0 || rows.is_empty() {
+        return None;
+    }
+    // Number families, gold classes and groups in order of first appearance; a group's rows
+    // become (family * classes + class, correct) cells.
+    let mut families: HashMap<&str, usize> = HashMap::new();
+    let mut classes: HashMap<String, usize> = HashMap::new();
+    for r in rows {
+        let nf = families.len();
+        families.entry(&r.family).or_insert(nf);
+        let nc = classes.len();
+        classes.entry(r.gold_id()).or_insert(nc);
+    }
+    let (nf, nc) = (families.len(), classes.len());
+    let mut groups: HashMap<&str, usize> = HashMap::new();
+    let mut cells: Vec<Vec<(usize, bool)>> = Vec::new();
+    for r in rows {
+        let ng = groups.len();
+        let g = *groups.entry(&r.group_id).or_insert(ng);
+        if g == cells.len() {
+            cells.push(Vec::new());
+        }
+        cells[g].push((families[r.family.as_str()] * nc + classes[&r.gold_id()], r.correct()));
+    }
+    let ng = cells.len();
+    let mut values: Vec<f64> = (0..resamples)
+        .into_par_iter()
+        .map(|k| {
+            let mut rng = SplitMix64(mix64(seed ^ mix64(k as u64 + 1)));
+            let mut total = vec![0u32; nf * nc];
+            let mut hit = vec![0u32; nf * nc];
+            for _ in 0..ng {
+                for &(cell, ok) in &cells[rng.below(ng)] {
+                    total[cell] += 1;
+                    hit[cell] += ok as u32;
+                }
+            }
+            let mut fam_sum = 0.0;
+            let mut fam_n = 0;
+            for f in 0..nf {
+                let (mut s, mut m) = (0.0, 0);
+                for c in 0..nc {
+                    let t = total[f * nc + c];
+                    if t > 0 {
+                        s += hit[f * nc + c] as f64 / t as f64;
+                        m += 1;
+                    }
+                }
+                if m > 0 {
+                    fam_sum += s / m as f64;
+                    fam_n += 1;
+                }
+            }
+            mean(fam_sum, fam_n)
+        })
+        .collect();
+    values.sort_by(f64::total_cmp);
+    Some((percentile(&values, 0.025), percentile(&values, 0.975)))
+}
+
+/// Exact two-sided McNemar test on the discordant counts `b` and `c`:
+/// `min(1, 2 P(X <= min(b, c)))` with `X ~ Bin(b + c, 1/2)`; 1 when `b + c = 0`.
+/// Summed in log space, so `b + c` in the millions stays finite.
+pub fn mcnemar_exact(b: usize, c: usize) -> f64 {
+    let n = b + c;
+    if n == 0 {
+        return 1.0;
+    }
+    let k = b.min(c);
+    // ln C(n, i) 2^-n, built up term by term; the terms grow up to i = k <= n/2.
+    let mut logs = Vec::with_capacity(k + 1);
+    let mut l = -(n as f64) * std::f64::consts::LN_2;
+    logs.push(l);
+    for i in 0..k {
+        l += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+        logs.push(l);
+    }
+    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let tail = (top + logs.iter().map(|v| (v - top).exp()).sum::<f64>().ln()).exp();
+    (2.0 * tail).min(1.0)
+}
+
+/// One family's figures in a paired comparison (paired rows only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FamilyDiff {
+    pub rows: usize,
+    pub accuracy_a: f64,
+    pub accuracy_b: f64,
+    pub balanced_accuracy_a: f64,
+    pub balanced_accuracy_b: f64,
+}
+
+/// Two runs of one eval set, paired by row id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Rows present in both runs.
+    pub paired: usize,
+    /// Paired rows A got right and B got wrong.
+    pub only_a_correct: usize,
+    /// Paired rows B got right and A got wrong.
+    pub only_b_correct: usize,
+    /// Exact McNemar p-value on the discordant rows.
+    pub p_value: f64,
+    /// Accuracy of A on the paired rows.
+    pub accuracy_a: f64,
+    /// Accuracy of B on the paired rows.
+    pub accuracy_b: f64,
+    /// By A's family of each paired row.
+    pub families: BTreeMap<String, FamilyDiff>,
+    /// Rows of A whose id B lacks.
+    pub unpaired_a: usize,
+    /// Rows of B whose id A lacks.
+    pub unpaired_b: usize,
+}
+
+/// Pair two runs' rows by id (the first row of an id in each run) and compare them.
+pub fn compare(a: &[ScoredRow], b: &[ScoredRow]) -> Comparison {
+    let mut b_by_id: HashMap<&str, &ScoredRow> = HashMap::new();
+    for r in b {
+        b_by_id.entry(&r.id).or_insert(r);
+    }
+    let a_ids: HashSet<&str> = a.iter().map(|r| r.id.as_str()).collect();
+    let mut used: HashSet<&str> = HashSet::new();
+    let mut pairs: BTreeMap<&str, (Vec<&ScoredRow>, Vec<&ScoredRow>)> = BTreeMap::new();
+    let (mut paired, mut only_a, mut only_b, mut hits_a, mut hits_b, mut unpaired_a) = (0, 0, 0, 0, 0, 0);
+    for ra in a {
+        let Some(rb) = b_by_id.get(ra.id.as_str()).filter(|_| used.insert(ra.id.as_str())) else {
+            unpaired_a += 1;
+            continue;
+        };
+        paired += 1;
+        let (ca, cb) = (ra.correct(), rb.correct());
+        hits_a += ca as usize;
+        hits_b += cb as usize;
+        only_a += (ca && !cb) as usize;
+        only_b += (cb && !ca) as usize;
+        let e = pairs.entry(&ra.family).or_default();
+        e.0.push(ra);
+        e.1.push(rb);
+    }
+    let unpaired_b = b.iter().filter(|r| !a_ids.contains(r.id.as_str())).count();
+    let acc = |rs: &[&ScoredRow]| ratio(rs.iter().filter(|r| r.correct()).count(), rs.len());
+    let families = pairs
+        .into_iter()
+        .map(|(f, (ra, rb))| {
+            let d = FamilyDiff {
+                rows: ra.len(),
+                accuracy_a: acc(&ra),
+                accuracy_b: acc(&rb),
+                balanced_accuracy_a: balanced_accuracy(&ra),
+                balanced_accuracy_b: balanced_accuracy(&rb),
+            };
+            (f.to_string(), d)
+        })
+        .collect();
+    Comparison {
+        paired,
+        only_a_correct: only_a,
+        only_b_correct: only_b,
+        p_value: mcnemar_exact(only_a, only_b),
+        accuracy_a: ratio(hits_a, paired),
+        accuracy_b: ratio(hits_b, paired),
+        families,
+        unpaired_a,
+        unpaired_b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDS: [&str; 3] = ["x", "y", "z"];
+
+    fn row(id: &str, family: &str, group: &str, gold: usize, probs: Option<Vec<f64>>) -> ScoredRow {
+        let predicted = probs.as_ref().map(|p| crate::math::argmax(p));
+        ScoredRow {
+            id: id.into(),
+            family: family.into(),
+            group_id: group.into(),
+            gold,
+            option_ids: IDS.iter().map(|s| s.to_string()).collect(),
+            probs,
+            predicted,
+            order_unstable: None,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn accuracy_and_balanced_accuracy_with_an_imbalanced_class() {
+        // gold x x x y y; predicted x x y y invalid.
+        let hot = |i: usize| {
+            let mut p = vec![0.0; 3];
+            p[i] = 1.0;
+            Some(p)
+        };
+        let mut rows = vec![
+            row("1", "f", "1", 0, hot(0)),
+            row("2", "f", "2", 0, hot(0)),
+            row("3", "f", "3", 0, hot(1)),
+            row("4", "f", "4", 1, hot(1)),
+            row("5", "f", "5", 1, None),
+        ];
+        rows[4].predicted = None;
+        let m = metrics(&rows);
+        // accuracy = 3 correct / 5 = 0.6
+        assert!(close(m.accuracy, 0.6));
+        // recall x = 2/3, recall y = 1/2; balanced = (2/3 + 1/2) / 2 = 7/12
+        assert!(close(m.balanced_accuracy, 7.0 / 12.0));
+        assert_eq!(m.invalid, 1);
+        assert_eq!(m.confusion.labels, ["x", "y", "z"]);
+        // columns x y z invalid
+        assert_eq!(m.confusion.counts, vec![vec![2, 1, 0, 0], vec![0, 1, 0, 1], vec![0, 0, 0, 0]]);
+        // ECE: 4 valid rows at confidence 1 (bin 9: acc 3/4, conf 1) and one invalid at 0 (bin 0:
+        // acc 0, conf 0): 4/5 * |0.75 - 1| + 1/5 * 0 = 0.2
+        assert!(close(m.ece, 0.2));
+        assert_eq!((m.reliability[0].count, m.reliability[9].count), (1, 4));
+        // Brier: rows 1, 2, 4 give 0; row 3 gives 1 + 1 = 2; the invalid row gives 1: 3 / 5
+        assert!(close(m.brier, 0.6));
+    }
+
+    #[test]
+    fn ece_across_two_bins() {
+        // Bin 6 [0.6, 0.7): confidences 0.6, 0.6, one right: |0.5 - 0.6| = 0.1, weight 2/4.
+        // Bin 9 [0.9, 1.0]: confidences 0.9, 1.0, both right: |1 - 0.95| = 0.05, weight 2/4.
+        // ECE = 0.5 * 0.1 + 0.5 * 0.05 = 0.075
+        let rows = vec![
+            row("1", "f", "1", 0, Some(vec![0.6, 0.3, 0.1])),
+            row("2", "f", "2", 1, Some(vec![0.6, 0.3, 0.1])),
+            row("3", "f", "3", 2, Some(vec![0.05, 0.05, 0.9])),
+            row("4", "f", "4", 1, Some(vec![0.0, 1.0, 0.0])),
+        ];
+        let m = metrics(&rows);
+        assert!((m.ece - 0.075).abs() < 1e-12, "{}", m.ece);
+        assert_eq!(m.reliability.len(), 10);
+        assert_eq!(m.reliability.iter().map(|b| b.count).collect::<Vec<_>>(), [0, 0, 0, 0, 0, 0, 2, 0, 0, 2]);
+        let b6 = &m.reliability[6];
+        assert!(close(b6.lo, 0.6) && close(b6.hi, 0.7) && close(b6.mean_confidence, 0.6) && close(b6.accuracy, 0.5));
+        assert!(close(m.reliability[9].mean_confidence, 0.95));
+        assert_eq!(m.reliability[3].mean_confidence, 0.0);
+        assert!(m.confusion.counts.iter().all(|r| r.len() == 3), "no invalid column without invalid rows");
+    }
+
+    #[test]
+    fn brier_and_nll_on_two_rows() {
+        // Row 1: gold 0, p = (0.5, 0.3, 0.2): Brier 0.25 + 0.09 + 0.04 = 0.38, NLL ln 2.
+        // Row 2: gold 2, p = (0.7, 0.2, 0.1): Brier 0.49 + 0.04 + 0.81 = 1.34, NLL ln 10.
+        // Means: Brier 1.72 / 2 = 0.86, NLL (ln 2 + ln 10) / 2 = ln(20) / 2.
+        let rows =
+            vec![row("1", "f", "1", 0, Some(vec![0.5, 0.3, 0.2])), row("2", "f", "2", 2, Some(vec![0.7, 0.2, 0.1]))];
+        let m = metrics(&rows);
+        assert!(close(m.brier, 0.86), "{}", m.brier);
+        assert!(close(m.nll, 20f64.ln() / 2.0), "{}", m.nll);
+        // An invalid row: Brier 1, NLL -ln(1e-12).
+        let mut bad = row("3", "f", "3", 0, None);
+        bad.predicted = None;
+        assert!(close(bad.brier(), 1.0) && close(bad.nll(), -(1e-12f64).ln()));
+        // A zero probability on gold is floored, not infinite.
+        assert!(close(row("4", "f", "4", 1, Some(vec![1.0, 0.0, 0.0])).nll(), -(1e-12f64).ln()));
+    }
+
+    #[test]
+    fn order_consistency_none_then_some() {
+        let mut rows: Vec<ScoredRow> =
+            (0..4).map(|i| row(&i.to_string(), "f", "g", 0, Some(vec![0.5, 0.3, 0.2]))).collect();
+        let m = metrics(&rows);
+        assert_eq!((m.order_consistency, m.order_unstable), (None, None));
+        // Checked: false, true, false; one row unchecked: 2 of 3 consistent.
+        rows[0].order_unstable = Some(false);
+        rows[1].order_unstable = Some(true);
+        rows[2].order_unstable = Some(false);
+        let m = metrics(&rows);
+        assert!(close(m.order_consistency.unwrap(), 2.0 / 3.0));
+        assert_eq!(m.order_unstable, Some(1));
+    }
+
+    #[test]
+    fn mcnemar() {
+        // n = 11, k = 3: (1 + 11 + 55 + 165) / 2048 = 232 / 2048; doubled = 0.2265625
+        assert!((mcnemar_exact(3, 8) - 0.2265625).abs() < 1e-12, "{}", mcnemar_exact(3, 8));
+        assert!((mcnemar_exact(8, 3) - 0.2265625).abs() < 1e-12);
+        assert_eq!(mcnemar_exact(0, 0), 1.0);
+        assert_eq!(mcnemar_exact(5, 5), 1.0);
+        // n = 10, k = 0: 2 / 1024
+        assert!((mcnemar_exact(0, 10) - 2.0 / 1024.0).abs() < 1e-15);
+        let p = mcnemar_exact(1500, 1700);
+        assert!(p.is_finite() && p > 0.0 && p < 0.01, "{p}");
+        assert!(mcnemar_exact(0, 5000) >= 0.0);
+    }
+
+    fn three_families() -> Vec<ScoredRow> {
+        let mut rows = Vec::new();
+        for (fi, fam) in ["a", "b", "c"].iter().enumerate() {
+            for i in 0..12 {
+                let gold = i % 3;
+                let guess = (i + fi + i / 4) % 3;
+                let mut p = vec![0.2; 3];
+                p[guess] = 0.6;
+                rows.push(row(&format!("{fam}{i}"), fam, &format!("{fam}-g{}", i / 2), gold, Some(p)));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn summary_and_bootstrap_are_deterministic() {
+        let rows = three_families();
+        let s = summarize(&rows, 500, 7);
+        assert_eq!(s.families.len(), 3);
+        let mean: f64 = s.families.values().map(|m| m.balanced_accuracy).sum::<f64>() / 3.0;
+        assert!(close(s.mean_family_balanced_accuracy, mean));
+        assert_eq!(s.overall.rows, 36);
+        assert_eq!((s.bootstrap.resamples, s.bootstrap.seed, s.bootstrap.level), (500, 7, 0.95));
+        assert!(s.bootstrap.lo <= s.mean_family_balanced_accuracy && s.mean_family_balanced_accuracy <= s.bootstrap.hi);
+        assert!(s.bootstrap.lo < s.bootstrap.hi);
+        let again = summarize(&rows, 500, 7);
+        assert_eq!(s, again);
+        let other = summarize(&rows, 500, 8);
+        assert_ne!((s.bootstrap.lo, s.bootstrap.hi), (other.bootstrap.lo, other.bootstrap.hi));
+        let none = summarize(&rows, 0, 0);
+        assert_eq!(
+            (none.bootstrap.lo, none.bootstrap.hi),
+            (s.mean_family_balanced_accuracy, s.mean_family_balanced_accuracy)
+        );
+        // Survives a round trip through JSON.
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<Summary>(&json).unwrap(), s);
+    }
+
+    #[test]
+    fn bootstrap_of_a_perfect_run_is_a_point() {
+        let rows: Vec<ScoredRow> = (0..9)
+            .map(|i| {
+                let mut p = vec![0.1; 3];
+                p[i % 3] = 0.8;
+                row(&i.to_string(), "f", &(i / 3).to_string(), i % 3, Some(p))
+            })
+            .collect();
+        let s = summarize(&rows, 200, 0);
+        assert_eq!((s.bootstrap.lo, s.bootstrap.hi, s.mean_family_balanced_accuracy), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn percentile_interpolates() {
+        // q = 0.25 over 5 values: h = 1.0 -> 2; q = 0.1: h = 0.4 -> 1 + 0.4 * 1 = 1.4
+        assert!(close(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.25), 2.0));
+        assert!(close(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.1), 1.4));
+        assert!(close(percentile(&[3.0], 0.975), 3.0));
+    }
+
+    #[test]
+    fn compare_pairs_by_id() {
+        let hot = |i: usize| {
+            let mut p = vec![0.0; 3];
+            p[i] = 1.0;
+            Some(p)
+        };
+        // A: rows 1..4 right, right, wrong, right; plus "a-only".
+        let a = vec![
+            row("1", "f", "1", 0, hot(0)),
+            row("2", "f", "2", 1, hot(1)),
+            row("3", "g", "3", 2, hot(0)),
+            row("4", "g", "4", 0, hot(0)),
+            row("a-only", "g", "5", 0, hot(0)),
+        ];
+        // B (other order): 4 wrong, 3 right, 2 right, 1 wrong; plus two b-only rows.
+        let b = vec![
+            row("4", "g", "4", 0, hot(1)),
+            row("3", "g", "3", 2, hot(2)),
+            row("2", "f", "2", 1, hot(1)),
+            row("1", "f", "1", 0, hot(2)),
+            row("b1", "f", "6", 0, hot(0)),
+            row("b2", "f", "7", 0, hot(0)),
+        ];
+        let c = compare(&a, &b);
+        assert_eq!((c.paired, c.unpaired_a, c.unpaired_b), (4, 1, 2));
+        // only A right: 1, 4; only B right: 3.
+        assert_eq!((c.only_a_correct, c.only_b_correct), (2, 1));
+        // n = 3, k = 1: 2 * (1 + 3) / 8 = 1.0
+        assert!(close(c.p_value, 1.0));
+        assert!(close(c.accuracy_a, 0.75) && close(c.accuracy_b, 0.5));
+        let f = &c.families["f"];
+        assert_eq!(f.rows, 2);
+        assert!(close(f.accuracy_a, 1.0) && close(f.accuracy_b, 0.5));
+        // family g, A: gold z wrong, gold x right: (0 + 1) / 2; B: z right, x wrong: same.
+        let g = &c.families["g"];
+        assert!(close(g.balanced_accuracy_a, 0.5) && close(g.balanced_accuracy_b, 0.5));
+    }
+}

@@ -1,0 +1,140 @@
+//! Engine tests on tiny random-weights models of both architectures, written by the test:
+//! a prefix and a suffix give the same logits as the full prompt; several suffixes read in one
+//! batch give the same logits as each read alone; every format loads.
+
+use candle_core::quantized::GgmlDType;
+use readout::device::DeviceRequest;
+use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
+use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix};
+use std::path::PathBuf;
+
+fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
+    let cfg = tiny_config(arch);
+    let path = dir.path().join(format!("{}-{format}", arch.as_str()));
+    match format {
+        "hf" => write_hf_dir(&path, &cfg, 7, None).unwrap(),
+        f => {
+            let ty = match f {
+                "f32" => GgmlDType::F32,
+                "f16" => GgmlDType::F16,
+                "bf16" => GgmlDType::BF16,
+                "q4_0" => GgmlDType::Q4_0,
+                "q4_1" => GgmlDType::Q4_1,
+                "q8_0" => GgmlDType::Q8_0,
+                "q4_k" => GgmlDType::Q4K,
+                "q6_k" => GgmlDType::Q6K,
+                _ => unreachable!(),
+            };
+            let path = path.with_extension("gguf");
+            write_gguf(&path, &cfg, 7, ty).unwrap();
+            return path;
+        }
+    }
+    path
+}
+
+fn load(path: &PathBuf, matmul: MatmulPath) -> Engine {
+    Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, matmul }).unwrap()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+const PROMPT: &str = "<|im_start|>system\nAnswer with a letter.<|im_end|>\n<|im_start|>user\nText:\nThe lenses were ordered but not fitted yet.\n\nQuestion: Fitted?\n\nOptions:\nA. Yes\nB. No\n<|im_end|>\n<|im_start|>assistant\n";
+
+#[test]
+fn prefix_plus_suffix_equals_full_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3] {
+        for format in ["f32", "q8_0", "hf"] {
+            let e = load(&tiny(arch, format, &dir), MatmulPath::Dense);
+            let ids = e.tokenizer().encode(PROMPT).unwrap();
+            let vocab: Vec<u32> = (0..e.info().config.vocab_size as u32).collect();
+            let (_, full) = e.next_logits(&Prefix::empty(), &ids).unwrap();
+            for cut in [1, ids.len() / 2, ids.len() - 1] {
+                let pre = e.extend(&Prefix::empty(), &ids[..cut]).unwrap();
+                let r = e.read(&pre, &[Suffix { tokens: &ids[cut..], read: &vocab }]).unwrap();
+                let d = max_diff(&full, &r[0].logits);
+                assert!(d < 1e-4, "{arch:?} {format} cut {cut}: max |Δlogit| = {d}");
+            }
+            // A prefix built in two steps equals one built at once.
+            let a = e.extend(&e.extend(&Prefix::empty(), &ids[..10]).unwrap(), &ids[10..40]).unwrap();
+            let r1 = e.read(&a, &[Suffix { tokens: &ids[40..], read: &vocab }]).unwrap();
+            let d = max_diff(&full, &r1[0].logits);
+            assert!(d < 1e-4, "{arch:?} {format} two-step prefix: {d}");
+        }
+    }
+}
+
+#[test]
+fn batched_suffixes_equal_separate_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3] {
+        let e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
+        let prefix_ids = e.tokenizer().encode("<|im_start|>user\nText:\nA shared state of some length.\n\n").unwrap();
+        let pre = e.extend(&Prefix::empty(), &prefix_ids).unwrap();
+        let tails = ["Question: one?\nA. x\nB. y", "Q: two, a longer one with more tokens in it?", "C"];
+        let toks: Vec<Vec<u32>> = tails.iter().map(|t| e.tokenizer().encode(t).unwrap()).collect();
+        let read = [65u32, 66, 67];
+        let batch: Vec<Suffix> = toks.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
+        let together = e.read(&pre, &batch).unwrap();
+        for (i, t) in toks.iter().enumerate() {
+            let alone = e.read(&pre, &[Suffix { tokens: t, read: &read }]).unwrap();
+            let d = max_diff(&together[i].logits, &alone[0].logits);
+            assert!(d < 1e-4, "{arch:?} suffix {i}: {d}");
+            let mass_diff = (together[i].letter_mass.unwrap() - alone[0].letter_mass.unwrap()).abs();
+            assert!(mass_diff < 1e-5);
+        }
+        // The prefix is unchanged by reading on it.
+        assert_eq!(pre.len(), prefix_ids.len());
+    }
+}
+
+#[test]
+fn every_gguf_tensor_type_loads_and_agrees_with_f32() {
+    // Relative L2 error of the full logit vector against the f32 model: quantisation noise,
+    // not a different model. Both matmul paths are checked.
+    let dir = tempfile::tempdir().unwrap();
+    let f32e = load(&tiny(Architecture::Qwen3, "f32", &dir), MatmulPath::Dense);
+    let ids = f32e.tokenizer().encode(PROMPT).unwrap();
+    let vocab: Vec<u32> = (0..f32e.info().config.vocab_size as u32).collect();
+    let reference = f32e.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &vocab }]).unwrap().remove(0).logits;
+    let mean = reference.iter().sum::<f32>() / reference.len() as f32;
+    let norm = reference.iter().map(|x| (x - mean).powi(2)).sum::<f32>().sqrt();
+    for (format, bound) in
+        [("f16", 0.01), ("bf16", 0.05), ("q8_0", 0.05), ("q6_k", 0.1), ("q4_k", 0.25), ("q4_1", 0.25), ("q4_0", 0.3)]
+    {
+        for matmul in [MatmulPath::Dense, MatmulPath::Quantized] {
+            let e = load(&tiny(Architecture::Qwen3, format, &dir), matmul);
+            let r = e.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &vocab }]).unwrap().remove(0).logits;
+            let err = r.iter().zip(&reference).map(|(a, b)| (a - b).powi(2)).sum::<f32>().sqrt() / norm;
+            assert!(err < bound, "{format} {matmul:?}: relative error {err}");
+        }
+    }
+}
+
+#[test]
+fn pruned_head_gives_the_same_letter_logits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = tiny(Architecture::Llama, "q8_0", &dir);
+    let full = load(&path, MatmulPath::Dense);
+    let mut pruned = load(&path, MatmulPath::Dense);
+    pruned.set_prune_head(true);
+    let ids = full.tokenizer().encode(PROMPT).unwrap();
+    let read = [66u32, 65, 67];
+    let a = full.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &read }]).unwrap();
+    let b = pruned.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &read }]).unwrap();
+    assert!(max_diff(&a[0].logits, &b[0].logits) < 1e-5);
+    assert!(a[0].letter_mass.is_some() && b[0].letter_mass.is_none());
+}
+
+#[test]
+fn letters_are_checked_in_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = load(&tiny(Architecture::Llama, "f32", &dir), MatmulPath::Dense);
+    let ids = e.tokenizer().encode(PROMPT).unwrap();
+    let letters = e.answer_tokens(PROMPT, &ids, 3).unwrap();
+    assert_eq!(letters, vec![b'A' as u32, b'B' as u32, b'C' as u32]);
+}
