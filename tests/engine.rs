@@ -33,7 +33,7 @@ fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
     path
 }
 
-fn load(path: &PathBuf, matmul: MatmulPath) -> Engine {
+fn load(path: &std::path::Path, matmul: MatmulPath) -> Engine {
     Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, matmul }).unwrap()
 }
 
