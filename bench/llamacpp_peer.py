@@ -99,6 +99,14 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def loadavg():
+    """1/5/15-minute load averages, recorded so contended runs can be spotted."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
 def load_model(path, threads):
     t0 = time.perf_counter()
     llm = Llama(
@@ -226,6 +234,7 @@ def cmd_bench(args):
     prompts = load_prompts(args.prompts)
     if args.repeats < 1:
         die("--repeats must be at least 1")
+    load_before = loadavg()
     llm, load_s = load_model(args.model, args.threads)
     cache = {}
     toks = [tokenize_prompt(llm, p["prompt"]) for p in prompts]
@@ -290,6 +299,8 @@ def cmd_bench(args):
         "warmup_prompts": 1,
         "n_prompts": len(prompts),
         "model_load_s": load_s,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
         "setups": setups,
         "reuse_check": {
             "prompts_checked": checked,
@@ -308,7 +319,8 @@ def cmd_bench(args):
 
     print(f"llama-cpp-python {llama_cpp.__version__}, {args.threads} threads, "
           f"{len(prompts)} prompts, {prompt_tokens} prompt tokens, "
-          f"model load {load_s:.3f}s, median of {args.repeats}")
+          f"model load {load_s:.3f}s, median of {args.repeats}, "
+          f"loadavg before/after {load_before[0]:.2f}/{result['loadavg_after'][0]:.2f}")
     for name, s in setups.items():
         print(f"  {name:13s} {s['wall_s_median']:8.3f}s  {s['tokens_evaluated']:6d} tok evaluated  "
               f"{s['tokens_evaluated_per_s']:9.1f} tok/s evaluated  "

@@ -14,6 +14,7 @@ pub mod math;
 pub mod metrics;
 pub mod plan;
 pub mod prompt;
+pub mod quantize;
 pub mod rubric;
 pub mod score;
 

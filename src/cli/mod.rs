@@ -1,6 +1,8 @@
 //! Argument parsing in two stages: clap turns the command line into plain structs (`Cli`), then
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
+mod prompts;
+mod quantize;
 mod score;
 
 use anyhow::{Context, Result};
@@ -24,6 +26,10 @@ struct Cli {
 enum Command {
     /// Decide each criterion of a rubric for one text or many.
     Score(score::ScoreArgs),
+    /// Print the exact prompts a run would score (JSON Lines), for feeding peers.
+    Prompts(prompts::PromptsArgs),
+    /// Re-encode a GGUF model's weights (f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k).
+    Quantize(quantize::QuantizeArgs),
     /// Show what Readout reads from a model file: shape, tokenizer, chat template, letters.
     Info(InfoArgs),
 }
@@ -89,6 +95,8 @@ pub fn run() -> Result<i32> {
     match cli.command {
         Command::Score(a) => score::run(a),
         Command::Info(a) => info(a),
+        Command::Prompts(a) => prompts::run(a),
+        Command::Quantize(a) => quantize::run(a),
     }
 }
 

@@ -5,7 +5,7 @@
 use super::config::{Architecture, ModelConfig, RopeStyle};
 use super::model::{Layer, Linear, LoadedWeight, MatmulPath, Transformer};
 use crate::error::{Error, Result};
-use candle_core::quantized::gguf_file;
+use candle_core::quantized::{gguf_file, QMatMul};
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -293,12 +293,23 @@ fn build(
         }
         Ok(w)
     };
-    let embed = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?.into_dense(device)?;
+    // The quantised head, when the quantised path is asked for and the file has one.
+    let quant_of = |w: &LoadedWeight| -> Result<Option<QMatMul>> {
+        match (matmul, w) {
+            (MatmulPath::Quantized, LoadedWeight::Quant(q)) => Ok(Some(QMatMul::from_arc(q.clone())?)),
+            _ => Ok(None),
+        }
+    };
+    let embed_w = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?;
     let norm = shaped(norm_name.to_string(), &[d])?.into_dense(device)?;
-    let head = if cfg.tie_embeddings {
-        embed.clone()
+    let (head, head_q, embed) = if cfg.tie_embeddings {
+        let q = quant_of(&embed_w)?;
+        let e = embed_w.into_dense(device)?;
+        (e.clone(), q, e)
     } else {
-        shaped(head_name.to_string(), &[cfg.vocab_size, d])?.into_dense(device)?
+        let hw = shaped(head_name.to_string(), &[cfg.vocab_size, d])?;
+        let q = quant_of(&hw)?;
+        (hw.into_dense(device)?, q, embed_w.into_dense(device)?)
     };
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
@@ -322,7 +333,7 @@ fn build(
         layers.push(Layer { attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down });
     }
     let (cos, sin) = Transformer::rope_tables(cfg, device)?;
-    Ok(Transformer { cfg: cfg.clone(), embed, layers, norm, head, cos, sin, device: device.clone() })
+    Ok(Transformer { cfg: cfg.clone(), embed, layers, norm, head, head_q, cos, sin, device: device.clone() })
 }
 
 /// The fields of a Hugging Face `config.json` we read.

@@ -101,6 +101,8 @@ pub(crate) struct Transformer {
     pub norm: Tensor,
     /// `[vocab, hidden]`, f32: the embedding matrix when tied.
     pub head: Tensor,
+    /// The head in its file's quantised form, used for full-vocabulary logits on the quantised path.
+    pub head_q: Option<QMatMul>,
     pub cos: Tensor,
     pub sin: Tensor,
     pub device: Device,
@@ -207,7 +209,10 @@ impl Transformer {
         let h = candle_nn::ops::rms_norm(&h, &self.norm, self.cfg.rms_eps as f32)?;
         match ids {
             Some(ids) => h.matmul(&self.head.index_select(ids, 0)?.t()?),
-            None => h.matmul(&self.head.t()?),
+            None => match &self.head_q {
+                Some(q) => q.forward(&h),
+                None => h.matmul(&self.head.t()?),
+            },
         }
     }
 

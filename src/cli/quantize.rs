@@ -1,0 +1,25 @@
+//! `readout quantize IN.gguf -o OUT.gguf --mode q8_0`: re-encode a model's weights.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use readout::quantize::{quantize_gguf, QuantMode};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct QuantizeArgs {
+    /// The source GGUF file.
+    input: PathBuf,
+    /// Where to write the new GGUF.
+    #[arg(long, short = 'o')]
+    output: PathBuf,
+    /// Target encoding: f32, f16, q8_0, q4_0, q4_1, q4_k or q6_k.
+    #[arg(long)]
+    mode: QuantMode,
+}
+
+pub fn run(a: QuantizeArgs) -> Result<i32> {
+    let n = quantize_gguf(&a.input, &a.output, a.mode)
+        .with_context(|| format!("re-encoding {} as {:?}", a.input.display(), a.mode))?;
+    eprintln!("wrote {} ({n} tensors)", a.output.display());
+    Ok(0)
+}

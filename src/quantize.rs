@@ -1,0 +1,84 @@
+//! Re-encoding a model's weights: `readout quantize IN -o OUT.gguf --mode ...`. Reads a GGUF
+//! file or a Hugging Face directory, writes a GGUF with candle's writer: the same metadata (for a
+//! GGUF source) and every matrix re-encoded; 1-D tensors (norms) stay F32. Deterministic: the
+//! same input and mode give the same bytes.
+
+use crate::error::{Error, Result};
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+use candle_core::Device;
+use std::path::Path;
+
+/// Target encodings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuantMode {
+    F32,
+    F16,
+    Q8_0,
+    Q4_0,
+    Q4_1,
+    Q4K,
+    Q6K,
+}
+
+impl std::str::FromStr for QuantMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "f32" => Self::F32,
+            "f16" => Self::F16,
+            "q8_0" => Self::Q8_0,
+            "q4_0" => Self::Q4_0,
+            "q4_1" => Self::Q4_1,
+            "q4_k" => Self::Q4K,
+            "q6_k" => Self::Q6K,
+            other => return Err(format!("unknown mode `{other}` (expected f32, f16, q8_0, q4_0, q4_1, q4_k or q6_k)")),
+        })
+    }
+}
+
+impl QuantMode {
+    fn dtype(self) -> GgmlDType {
+        match self {
+            Self::F32 => GgmlDType::F32,
+            Self::F16 => GgmlDType::F16,
+            Self::Q8_0 => GgmlDType::Q8_0,
+            Self::Q4_0 => GgmlDType::Q4_0,
+            Self::Q4_1 => GgmlDType::Q4_1,
+            Self::Q4K => GgmlDType::Q4K,
+            Self::Q6K => GgmlDType::Q6K,
+        }
+    }
+}
+
+/// Re-encode the GGUF at `input` into `output`. Returns the number of tensors written.
+pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
+    let corrupt = |detail: String| Error::CorruptGguf { path: input.to_path_buf(), detail };
+    let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
+    let content = gguf_file::Content::read(&mut f).map_err(|e| corrupt(e.to_string()))?;
+    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
+    names.sort();
+    let target = mode.dtype();
+    let mut tensors = Vec::with_capacity(names.len());
+    for name in names {
+        let q = content.tensor(&mut f, name, &Device::Cpu).map_err(|e| corrupt(format!("tensor `{name}`: {e}")))?;
+        let dims = q.shape().dims().to_vec();
+        let fits = dims.last().map(|d| d % target.block_size() == 0).unwrap_or(false);
+        let ty = if dims.len() == 1 || !fits { GgmlDType::F32 } else { target };
+        let out = if q.dtype() == ty { q } else { QTensor::quantize(&q.dequantize(&Device::Cpu)?, ty)? };
+        tensors.push((name.clone(), out));
+    }
+    let mut keys: Vec<&String> = content.metadata.keys().filter(|k| k.as_str() != "general.file_type").collect();
+    keys.sort();
+    let md: Vec<(&str, &gguf_file::Value)> = keys.iter().map(|k| (k.as_str(), &content.metadata[*k])).collect();
+    let tmp = output.with_extension("gguf.part");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?);
+        let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        gguf_file::write(&mut w, &md, &refs)?;
+        use std::io::Write;
+        w.flush().map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))?;
+    Ok(tensors.len())
+}

@@ -1,0 +1,121 @@
+//! `readout score` end to end: the built CLI on the real default model.
+
+mod common;
+
+use common::readout;
+
+const RUBRIC: &str = "examples/support-ticket.rubric.json";
+const TEXT: &str = "I was charged twice this month, please refund one of them.";
+
+fn model_arg() -> String {
+    common::default_model().display().to_string()
+}
+
+#[test]
+fn decides_the_example_rubric_as_json() {
+    let m = model_arg();
+    let out = readout(&["score", "--rubric", RUBRIC, "--text", TEXT, "--json", "--device", "cpu", "--model", &m]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    let criteria = v["criteria"].as_array().unwrap();
+    assert_eq!(criteria.len(), 3);
+    for c in criteria {
+        let opts = c["options"].as_array().unwrap();
+        let sum: f64 = opts.iter().map(|o| o["probability"].as_f64().unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{c}");
+        let best = opts
+            .iter()
+            .max_by(|a, b| a["probability"].as_f64().unwrap().total_cmp(&b["probability"].as_f64().unwrap()))
+            .unwrap();
+        assert_eq!(c["chosen"], best["id"]);
+        let mass = c["letter_mass"].as_f64().unwrap();
+        assert!(mass > 0.0 && mass <= 1.0);
+    }
+    assert_eq!(criteria[1]["options"][0]["id"], "yes");
+    let level = criteria[2]["expected_level"].as_f64().unwrap();
+    assert!((0.0..=3.0).contains(&level));
+}
+
+#[test]
+fn scores_a_texts_file_one_line_per_text_and_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts = dir.path().join("t.jsonl");
+    std::fs::write(&texts, "\"My password reset link never arrives.\"\n{\"id\": \"t2\", \"text\": \"The app crashes when I open settings.\"}\n").unwrap();
+    let m = model_arg();
+    let t = texts.display().to_string();
+    let out = readout(&["score", "--rubric", RUBRIC, "--texts", &t, "--json", "--device", "cpu", "--model", &m]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["id"], "t2");
+    // Cyclic orderings report order stability; the table names every criterion.
+    let out =
+        readout(&["score", "--rubric", RUBRIC, "--text", TEXT, "--debias", "cyclic", "--device", "cpu", "--model", &m]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    for name in ["topic", "refund_requested", "urgency"] {
+        assert!(table.contains(name), "{table}");
+    }
+}
+
+#[test]
+fn texts_scored_together_equal_texts_scored_alone() {
+    // The shared-prefix plan must not change any number.
+    let m = model_arg();
+    let a = "Refund me now.";
+    let b = "Where do I change my email address?";
+    let both = readout(&["score", "-r", RUBRIC, "-t", a, "-t", b, "--json", "--device", "cpu", "--model", &m]);
+    let alone = readout(&["score", "-r", RUBRIC, "-t", b, "--json", "--device", "cpu", "--model", &m]);
+    let second: serde_json::Value =
+        serde_json::from_str(String::from_utf8(both.stdout).unwrap().lines().nth(1).unwrap()).unwrap();
+    let single: serde_json::Value = serde_json::from_str(String::from_utf8(alone.stdout).unwrap().trim()).unwrap();
+    for (x, y) in second["criteria"].as_array().unwrap().iter().zip(single["criteria"].as_array().unwrap()) {
+        for (p, q) in x["options"].as_array().unwrap().iter().zip(y["options"].as_array().unwrap()) {
+            let d = (p["probability"].as_f64().unwrap() - q["probability"].as_f64().unwrap()).abs();
+            assert!(d < 1e-4, "{d}");
+        }
+    }
+}
+
+#[test]
+fn a_missing_model_says_what_to_run() {
+    let out = readout(&["score", "-r", RUBRIC, "-t", TEXT, "--model", "models/nope/SmolLM2-135M-Instruct.Q4_1.gguf"]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("models/fetch") && err.contains("does not exist"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn bad_model_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.gguf");
+    std::fs::write(&empty, b"").unwrap();
+    let truncated = dir.path().join("truncated.gguf");
+    let bytes = std::fs::read(common::default_model()).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let nodir = dir.path().join("hf-without-config");
+    std::fs::create_dir(&nodir).unwrap();
+    for (p, want) in [(&empty, "not a readable GGUF"), (&truncated, "truncated or corrupt"), (&nodir, "config.json")] {
+        let ps = p.display().to_string();
+        let out = readout(&["score", "-r", RUBRIC, "-t", TEXT, "--device", "cpu", "--model", &ps]);
+        assert_eq!(out.status.code(), Some(4), "{ps}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want) && err.contains(&ps), "{ps}: {err}");
+    }
+}
+
+#[test]
+fn a_bad_rubric_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().join("r.json");
+    std::fs::write(&r, r#"{"questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "only"}}}}"#)
+        .unwrap();
+    let rs = r.display().to_string();
+    let out = readout(&["score", "-r", &rs, "-t", TEXT]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("questions.q.criteria") && err.contains(&rs), "{err}");
+}
