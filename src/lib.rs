@@ -4,6 +4,7 @@
 //! The pipeline: rubric or eval set → [`plan`] → [`engine`] → combine → metrics → result file.
 //! The CLI (`src/main.rs`) and the desktop app only parse, call and present.
 
+pub mod bench;
 pub mod debias;
 pub mod device;
 pub mod engine;

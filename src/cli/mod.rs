@@ -1,6 +1,7 @@
 //! Argument parsing in two stages: clap turns the command line into plain structs (`Cli`), then
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
+mod bench;
 mod prompts;
 mod quantize;
 mod score;
@@ -30,6 +31,8 @@ enum Command {
     Prompts(prompts::PromptsArgs),
     /// Re-encode a GGUF model's weights (f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k).
     Quantize(quantize::QuantizeArgs),
+    /// Benchmarks that write timing files (prefill).
+    Bench(bench::BenchArgs),
     /// Show what Readout reads from a model file: shape, tokenizer, chat template, letters.
     Info(InfoArgs),
 }
@@ -96,6 +99,7 @@ pub fn run() -> Result<i32> {
         Command::Score(a) => score::run(a),
         Command::Info(a) => info(a),
         Command::Prompts(a) => prompts::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Quantize(a) => quantize::run(a),
     }
 }

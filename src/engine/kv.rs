@@ -44,3 +44,18 @@ impl Prefix {
         self.layers.iter().map(|l| (l.k.elem_count() + l.v.elem_count()) * 4).sum()
     }
 }
+
+impl Prefix {
+    /// The snapshot of the first `keep` tokens (a view; nothing is recomputed).
+    pub fn truncated(&self, keep: usize) -> crate::error::Result<Prefix> {
+        if keep >= self.len() {
+            return Ok(self.clone());
+        }
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| Ok(LayerKv { k: l.k.narrow(1, 0, keep)?, v: l.v.narrow(1, 0, keep)? }))
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(Prefix { layers, tokens: self.tokens[..keep].to_vec() })
+    }
+}
