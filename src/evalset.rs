@@ -44,7 +44,7 @@ pub struct Item {
 }
 
 /// A line left out because it was bad and the caller asked to skip bad lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SkippedLine {
     pub line: usize,
     pub field: String,

@@ -16,7 +16,9 @@ pub mod metrics;
 pub mod plan;
 pub mod prompt;
 pub mod quantize;
+pub mod results;
 pub mod rubric;
+pub mod run;
 pub mod score;
 
 pub use error::{Error, Result};

@@ -106,3 +106,114 @@ mod tests {
         assert_eq!(plan.prompt_tokens(), 13);
     }
 }
+
+/// A node of the prompt tree (a radix trie over token sequences). The node's tokens are
+/// `seqs[rep][start..end]`; a leaf ends one or more identical prompts.
+#[derive(Debug, Clone)]
+pub struct TrieNode {
+    pub rep: usize,
+    pub start: usize,
+    pub end: usize,
+    pub children: Vec<TrieNode>,
+    /// Prompts that end at this node (leaves only).
+    pub prompts: Vec<usize>,
+}
+
+impl TrieNode {
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// Tokens on every edge: what the model computes when each node is computed once.
+    pub fn unique_tokens(&self) -> usize {
+        (self.end - self.start) + self.children.iter().map(|c| c.unique_tokens()).sum::<usize>()
+    }
+}
+
+/// Build the prompt tree. Every leaf keeps at least one token, so a leaf is always read as a
+/// suffix on its parent's prefix; identical prompts share a leaf.
+pub fn build_trie(seqs: &[&[u32]]) -> TrieNode {
+    let idx: Vec<usize> = (0..seqs.len()).collect();
+    build(seqs, idx, 0)
+}
+
+fn build(seqs: &[&[u32]], idx: Vec<usize>, d: usize) -> TrieNode {
+    let first = seqs[idx[0]];
+    if idx.iter().all(|&i| seqs[i] == first) {
+        return TrieNode { rep: idx[0], start: d, end: first.len(), children: vec![], prompts: idx };
+    }
+    let min_len = idx.iter().map(|&i| seqs[i].len()).min().unwrap_or(0);
+    let mut l = d;
+    while l + 1 < min_len && idx.iter().all(|&i| seqs[i][l] == first[l]) {
+        l += 1;
+    }
+    let mut groups: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+    for &i in &idx {
+        groups.entry(seqs[i][l]).or_default().push(i);
+    }
+    let children: Vec<TrieNode> = if groups.len() == 1 && l == d {
+        // One prompt is a strict prefix of another: give each distinct prompt its own leaf.
+        let mut seen: Vec<usize> = Vec::new();
+        let mut leaves: Vec<TrieNode> = Vec::new();
+        for &i in &idx {
+            match seen.iter().position(|&j| seqs[j] == seqs[i]) {
+                Some(k) => leaves[k].prompts.push(i),
+                None => {
+                    seen.push(i);
+                    leaves.push(TrieNode { rep: i, start: d, end: seqs[i].len(), children: vec![], prompts: vec![i] });
+                }
+            }
+        }
+        leaves
+    } else {
+        groups.into_values().map(|g| build(seqs, g, l)).collect()
+    };
+    TrieNode { rep: idx[0], start: d, end: l, children, prompts: vec![] }
+}
+
+#[cfg(test)]
+mod trie_tests {
+    use super::*;
+
+    #[test]
+    fn trie_shares_prefixes_and_counts_unique_tokens() {
+        let a = [1u32, 2, 3, 4, 5];
+        let b = [1u32, 2, 3, 6];
+        let c = [1u32, 7, 8];
+        let d = [1u32, 2, 3, 4, 5];
+        let t = build_trie(&[&a, &b, &c, &d]);
+        assert_eq!((t.start, t.end), (0, 1));
+        // unique tokens: [1] + [2,3] + [4,5] + [6] + [7,8]
+        assert_eq!(t.unique_tokens(), 1 + 2 + 2 + 1 + 2);
+        let leaves: Vec<Vec<usize>> = collect(&t);
+        assert!(leaves.contains(&vec![0, 3]));
+        for n in all(&t) {
+            if n.is_leaf() {
+                assert!(n.end > n.start, "every leaf keeps a token");
+            }
+        }
+    }
+
+    #[test]
+    fn strict_prefix_and_single_prompt() {
+        let a = [1u32, 2];
+        let b = [1u32, 2, 3];
+        let t = build_trie(&[&a, &b]);
+        let leaves = collect(&t);
+        assert_eq!(leaves.len(), 2);
+        let one = build_trie(&[&a]);
+        assert!(one.is_leaf() && one.end == 2);
+    }
+
+    fn all(t: &TrieNode) -> Vec<&TrieNode> {
+        let mut v = vec![t];
+        for c in &t.children {
+            v.extend(all(c));
+        }
+        v
+    }
+
+    fn collect(t: &TrieNode) -> Vec<Vec<usize>> {
+        all(t).into_iter().filter(|n| n.is_leaf()).map(|n| n.prompts.clone()).collect()
+    }
+}

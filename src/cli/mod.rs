@@ -4,6 +4,8 @@
 mod bench;
 mod prompts;
 mod quantize;
+mod report;
+mod run;
 mod score;
 
 use anyhow::{Context, Result};
@@ -25,6 +27,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Evaluate a model on a labelled eval set; write a result file.
+    Run(run::RunArgs),
+    /// Compare two result files of one eval set (paired by row id, exact McNemar).
+    Compare(report::CompareArgs),
+    /// The table of every run in a results folder.
+    Table(report::TableArgs),
     /// Decide each criterion of a rubric for one text or many.
     Score(score::ScoreArgs),
     /// Print the exact prompts a run would score (JSON Lines), for feeding peers.
@@ -97,6 +105,9 @@ pub fn run() -> Result<i32> {
         .try_init();
     match cli.command {
         Command::Score(a) => score::run(a),
+        Command::Run(a) => run::run_cmd(a),
+        Command::Compare(a) => report::compare_cmd(a),
+        Command::Table(a) => report::table(a),
         Command::Info(a) => info(a),
         Command::Prompts(a) => prompts::run(a),
         Command::Bench(a) => bench::run(a),

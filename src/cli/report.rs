@@ -1,0 +1,174 @@
+//! Presenting result files: the end-of-run summary, `readout table`, `readout compare`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use readout::metrics::compare;
+use readout::results::{ResultFile, Status};
+use std::path::{Path, PathBuf};
+
+/// The end-of-run summary.
+pub fn print_summary(r: &ResultFile, path: &Path) {
+    let status = if r.status == Status::Partial { " (partial)" } else { "" };
+    println!("{} rows{status} of {} · {} · {} · {} shot(s) · debias {}", r.rows.len(), r.eval_set.name, r.model.name, r.config.mode.as_str(), r.config.shots, r.config.debias.as_str());
+    if let Some(m) = &r.metrics {
+        println!(
+            "mean family balanced accuracy {:.3} [{:.3}, {:.3}]   accuracy {:.3}   invalid {}",
+            m.mean_family_balanced_accuracy, m.bootstrap.lo, m.bootstrap.hi, m.overall.accuracy, m.overall.invalid
+        );
+        let unstable = m.overall.order_unstable.map(|u| u.to_string()).unwrap_or_else(|| "not checked".into());
+        println!("order-unstable rows {unstable}   ECE {:.3}   Brier {:.3}   NLL {:.3}", m.overall.ece, m.overall.brier, m.overall.nll);
+        for (f, fm) in &m.families {
+            println!("  {f:<28} balanced accuracy {:.3}  accuracy {:.3}  rows {}", fm.balanced_accuracy, fm.accuracy, fm.rows);
+        }
+    }
+    println!(
+        "{:.1} s ({:.2} rows/s); tokens computed {} of {} in the prompts ({} unique)",
+        r.timing.wall_seconds, r.timing.rows_per_second, r.plan.computed_tokens, r.plan.prompt_tokens, r.plan.unique_tokens
+    );
+    println!("wrote {}", path.display());
+}
+
+#[derive(Args)]
+pub struct TableArgs {
+    /// A folder of result files.
+    dir: PathBuf,
+    /// Also write the table as Markdown to this file.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+fn debias_rank(d: &str) -> usize {
+    ["none", "cyclic", "calibrate", "permutation", "pride"].iter().position(|x| *x == d).unwrap_or(9)
+}
+
+/// The runs of a folder as a table, one row per result file.
+pub fn table(a: TableArgs) -> Result<i32> {
+    let mut runs: Vec<(PathBuf, ResultFile)> = Vec::new();
+    let entries = std::fs::read_dir(&a.dir).with_context(|| format!("reading {}", a.dir.display()))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().map(|x| x == "json").unwrap_or(false) {
+            let is_result = std::fs::read_to_string(&p).map(|t| t.contains("\"readout.result\"")).unwrap_or(false);
+            if is_result {
+                runs.push((p.clone(), ResultFile::load(&p)?));
+            }
+        }
+    }
+    if runs.is_empty() {
+        bail!("no Readout result files in {}", a.dir.display());
+    }
+    runs.sort_by(|(pa, a), (pb, b)| {
+        (debias_rank(a.config.debias.as_str()), a.config.mode.as_str(), a.config.shots, pa)
+            .cmp(&(debias_rank(b.config.debias.as_str()), b.config.mode.as_str(), b.config.shots, pb))
+    });
+    let header = ["Mode", "Shots", "Debias", "Mean family balanced accuracy", "Order-unstable rows", "Seconds", "Rows", "Label", "Source"];
+    let mut lines: Vec<Vec<String>> = Vec::new();
+    for (p, r) in &runs {
+        let m = r.metrics.as_ref();
+        let mode = match (r.config.mode.as_str(), r.config.levers.prune_head) {
+            (m, true) => format!("{m}, pruned head"),
+            (m, false) => m.to_string(),
+        };
+        lines.push(vec![
+            mode,
+            r.config.shots.to_string(),
+            r.config.debias.as_str().to_string(),
+            m.map(|m| format!("{:.3}", m.mean_family_balanced_accuracy)).unwrap_or_else(|| "-".into()),
+            m.and_then(|m| m.overall.order_unstable).map(|u| u.to_string()).unwrap_or_else(|| "not checked".into()),
+            format!("{:.1}", r.timing.wall_seconds),
+            format!("{}{}", r.rows.len(), if r.status == Status::Partial { " (partial)" } else { "" }),
+            "MEASURED".into(),
+            p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        ]);
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(header.to_vec());
+    for l in &lines {
+        t.add_row(l.clone());
+    }
+    println!("{t}");
+    if let Some(md) = &a.markdown {
+        let mut s = String::new();
+        s.push_str(&format!("| {} |\n", header.join(" | ")));
+        s.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for l in &lines {
+            let mut l = l.clone();
+            let last = l.len() - 1;
+            l[last] = format!("[`{}`]({})", l[last], l[last]);
+            s.push_str(&format!("| {} |\n", l.join(" | ")));
+        }
+        write_markdown(md, &s)?;
+        eprintln!("wrote the table into {}", md.display());
+    }
+    Ok(0)
+}
+
+/// Put the table between markers in an existing Markdown file, or write the file.
+fn write_markdown(path: &Path, table: &str) -> Result<()> {
+    const BEGIN: &str = "<!-- readout table: begin (generated by `readout table --markdown`; do not edit) -->";
+    const END: &str = "<!-- readout table: end -->";
+    let block = format!("{BEGIN}\n{table}{END}\n");
+    let text = match std::fs::read_to_string(path) {
+        Ok(old) => match (old.find(BEGIN), old.find(END)) {
+            (Some(b), Some(e)) if e > b => format!("{}{}{}", &old[..b], block, &old[e + END.len()..].trim_start_matches('\n')),
+            _ => format!("{old}\n{block}"),
+        },
+        Err(_) => block,
+    };
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The first result file.
+    a: PathBuf,
+    /// The second result file (the same eval set).
+    b: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
+    let ra = ResultFile::load(&a.a)?;
+    let rb = ResultFile::load(&a.b)?;
+    if ra.eval_set.sha256 != rb.eval_set.sha256 {
+        return Err(readout::Error::BadFile {
+            path: a.b.clone(),
+            reason: format!(
+                "scored a different eval set ({} {}) from {} ({} {}); compare runs of one eval set",
+                rb.eval_set.name,
+                &rb.eval_set.sha256[..12.min(rb.eval_set.sha256.len())],
+                a.a.display(),
+                ra.eval_set.name,
+                &ra.eval_set.sha256[..12.min(ra.eval_set.sha256.len())]
+            ),
+        }
+        .into());
+    }
+    let c = compare(&ra.scored_rows(), &rb.scored_rows());
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+        return Ok(0);
+    }
+    println!("A: {}\nB: {}", a.a.display(), a.b.display());
+    println!("{} paired rows; accuracy A {:.3}, B {:.3} (B − A {:+.3})", c.paired, c.accuracy_a, c.accuracy_b, c.accuracy_b - c.accuracy_a);
+    println!(
+        "discordant: {} right only in A, {} right only in B; exact McNemar p = {:.4}",
+        c.only_a_correct, c.only_b_correct, c.p_value
+    );
+    for (f, d) in &c.families {
+        println!(
+            "  {f:<28} rows {:>4}  balanced accuracy A {:.3}  B {:.3}  ({:+.3})",
+            d.rows,
+            d.balanced_accuracy_a,
+            d.balanced_accuracy_b,
+            d.balanced_accuracy_b - d.balanced_accuracy_a
+        );
+    }
+    if c.unpaired_a + c.unpaired_b > 0 {
+        println!("unpaired rows: {} only in A, {} only in B", c.unpaired_a, c.unpaired_b);
+    }
+    Ok(0)
+}

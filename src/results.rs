@@ -1,0 +1,288 @@
+//! The result file: one JSON document per run, the same from the CLI and the app. It records
+//! what ran (program, machine, model, eval set, whole configuration), what came out (every row,
+//! metrics) and how long it took. Written atomically (a temporary file, then a rename); a run
+//! stopped early leaves a valid file with `status: "partial"` that `--resume` completes.
+//! `schema/result.schema.json` is its JSON Schema; the tests hold every written file to it.
+
+use crate::error::{Error, Result};
+use crate::metrics::{ScoredRow, Summary};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The schema name every result file carries.
+pub const SCHEMA: &str = "readout.result";
+/// The version of the format this program writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Whether a run finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Complete,
+    Partial,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Program {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Machine {
+    pub os: String,
+    pub arch: String,
+    pub cpus: usize,
+    pub device: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelRecord {
+    pub name: String,
+    pub file: String,
+    pub sha256: String,
+    pub architecture: String,
+    pub quantisation: String,
+    pub parameters: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EvalSetRecord {
+    pub name: String,
+    pub path: String,
+    pub sha256: String,
+    /// Rows (item × criterion with a gold answer) selected for the run.
+    pub rows: usize,
+    pub limit: Option<usize>,
+    pub family: Option<String>,
+    pub skipped: Vec<crate::evalset::SkippedLine>,
+}
+
+/// The speed levers in force.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Levers {
+    /// Shared prefixes computed once (the prompt tree).
+    pub prefix_tree: bool,
+    /// All suffixes of one prefix in one forward pass.
+    pub batched_suffixes: bool,
+    /// Logits only at the answer position.
+    pub trim: bool,
+    /// LM head cut to the answer letters.
+    pub prune_head: bool,
+    /// `dense`, `quantized` or `auto`.
+    pub matmul: String,
+}
+
+/// Everything that decides a run's numbers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunConfig {
+    pub mode: crate::run::Mode,
+    pub shots: usize,
+    pub shot_seed: u64,
+    pub debias: crate::debias::DebiasMode,
+    pub prompt_version: String,
+    pub max_new_tokens: usize,
+    pub pride_share: f64,
+    pub pride_seed: u64,
+    pub bootstrap_resamples: usize,
+    pub bootstrap_seed: u64,
+    pub levers: Levers,
+}
+
+/// The worked examples a run used: a primary set, and an alternate for rows of the primary's groups.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ShotRecord {
+    pub primary: Vec<String>,
+    pub alternate: Vec<String>,
+}
+
+/// How much work the plan saved.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct PlanRecord {
+    pub prompts: usize,
+    /// Tokens of every prompt counted in full.
+    pub prompt_tokens: usize,
+    /// Tokens in the prompt tree (each shared prefix once).
+    pub unique_tokens: usize,
+    /// Tokens that went through the model.
+    pub computed_tokens: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Timing {
+    pub wall_seconds: f64,
+    pub model_load_seconds: f64,
+    pub rows_per_second: f64,
+    pub mean_row_seconds: f64,
+}
+
+/// One ordering of a row as scored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OrderingRecord {
+    /// Slot → option index: letter `A` showed option `order[0]`.
+    pub order: Vec<usize>,
+    /// Softmax over the letters, by slot (readout); one-hot on the parsed letter (generate).
+    pub letter_probs: Vec<f64>,
+    /// Share of the full next-token distribution on the letters, when the full head was computed.
+    pub letter_mass: Option<f64>,
+    /// The generated reply (generate mode).
+    pub reply: Option<String>,
+    pub prompt_sha256: String,
+}
+
+/// One scored row.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RowRecord {
+    pub id: String,
+    pub family: String,
+    pub group_id: String,
+    pub option_ids: Vec<String>,
+    pub gold: usize,
+    pub gold_id: String,
+    pub shots: Vec<String>,
+    pub orderings: Vec<OrderingRecord>,
+    /// Combined probabilities by option index; null for an invalid generate reply.
+    pub probs: Option<Vec<f64>>,
+    pub predicted: Option<usize>,
+    pub predicted_id: Option<String>,
+    pub correct: bool,
+    pub invalid: bool,
+    /// Null when only one ordering was scored ("not checked").
+    pub order_unstable: Option<bool>,
+}
+
+impl RowRecord {
+    pub fn scored(&self) -> ScoredRow {
+        ScoredRow {
+            id: self.id.clone(),
+            family: self.family.clone(),
+            group_id: self.group_id.clone(),
+            gold: self.gold,
+            option_ids: self.option_ids.clone(),
+            probs: self.probs.clone(),
+            predicted: self.predicted,
+            order_unstable: self.order_unstable,
+        }
+    }
+}
+
+/// A whole result file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub schema_version: u32,
+    pub status: Status,
+    pub created: String,
+    pub program: Program,
+    pub machine: Machine,
+    pub model: ModelRecord,
+    pub eval_set: EvalSetRecord,
+    pub config: RunConfig,
+    pub shots: ShotRecord,
+    /// Extra state a debias mode needs (the PriDe prior by option count, its sample row ids).
+    pub debias_state: serde_json::Value,
+    pub plan: PlanRecord,
+    pub metrics: Option<Summary>,
+    pub timing: Timing,
+    pub rows: Vec<RowRecord>,
+}
+
+impl ResultFile {
+    /// Recompute metrics from the rows.
+    pub fn summarize(&mut self) {
+        let rows: Vec<ScoredRow> = self.rows.iter().map(|r| r.scored()).collect();
+        self.metrics = (!rows.is_empty())
+            .then(|| crate::metrics::summarize(&rows, self.config.bootstrap_resamples, self.config.bootstrap_seed));
+    }
+
+    /// Write atomically: a temporary file beside `path`, flushed, then renamed over it.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::BadFile { path: path.to_path_buf(), reason: format!("serialising the result: {e}") })?;
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+            f.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
+            f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        }
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+
+    /// Read and check a result file.
+    pub fn load(path: &Path) -> Result<ResultFile> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(format!("not a complete JSON document ({e}); the file is truncated or not a result file")))?;
+        if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+            return Err(bad(format!("not a Readout result file (`schema` is not \"{SCHEMA}\")")));
+        }
+        let version = v.get("schema_version").and_then(|s| s.as_u64()).unwrap_or(0);
+        if version != SCHEMA_VERSION as u64 {
+            return Err(bad(format!(
+                "schema version {version}, but this program reads version {SCHEMA_VERSION}; re-run it with this version"
+            )));
+        }
+        serde_json::from_value(v).map_err(|e| bad(format!("does not match the result format: {e}")))
+    }
+
+    /// The rows as the metrics see them.
+    pub fn scored_rows(&self) -> Vec<ScoredRow> {
+        self.rows.iter().map(|r| r.scored()).collect()
+    }
+}
+
+/// The default file name for a run: eval set, model, mode, shots, debias.
+pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
+    let clean = |s: &str| -> String {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '-' }).collect()
+    };
+    let mut name = format!(
+        "{}_{}_{}_{}shot_{}",
+        clean(eval_set),
+        clean(model),
+        cfg.mode.as_str(),
+        cfg.shots,
+        cfg.debias.as_str()
+    );
+    if cfg.levers.prune_head {
+        name.push_str("_pruned");
+    }
+    if cfg.levers.matmul != "dense" {
+        name.push('_');
+        name.push_str(&cfg.levers.matmul);
+    }
+    PathBuf::from(format!("{name}.json"))
+}
+
+/// An RFC 3339 UTC timestamp for `created`.
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamp_shape() {
+        let t = super::now_utc();
+        assert_eq!(t.len(), 20);
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T');
+    }
+}

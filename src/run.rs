@@ -1,0 +1,732 @@
+//! The evaluation pipeline behind `readout run` and the app's Evaluate page:
+//! eval set → rows → prompts (item × criterion × ordering × calibration variant) → prompt tree
+//! → engine → combine (debias) → metrics → result file.
+//!
+//! Prompts are planned before anything is scored, as one radix tree of token sequences, so the
+//! engine computes every shared prefix once (the system turn and shots once per run, each state
+//! once per item) and reads every suffix of a prefix in one batched pass. Work that other rows
+//! depend on (content-free calibration prompts, the PriDe sample) runs first; the rows then
+//! finish one by one, so a stopped run leaves a partial result file of finished rows.
+
+use crate::debias::{self, DebiasMode, CONTENT_FREE};
+use crate::engine::{Engine, Prefix, Suffix};
+use crate::error::{Error, Result};
+use crate::evalset::EvalSet;
+use crate::math::{argmax, softmax};
+use crate::plan::{build_trie, TrieNode};
+use crate::prompt::{self, Shot, LETTERS, PROMPT_VERSION};
+use crate::results::*;
+use crate::rubric::Criterion;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How an answer is read from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Softmax over the letter logits at the answer position.
+    #[default]
+    Readout,
+    /// Greedy decoding of a few tokens; the first valid letter is the answer.
+    Generate,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Readout => "readout",
+            Mode::Generate => "generate",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "readout" => Ok(Mode::Readout),
+            "generate" => Ok(Mode::Generate),
+            o => Err(format!("unknown mode `{o}` (expected readout or generate)")),
+        }
+    }
+}
+
+/// A run's settings with the defaults a user expects.
+pub fn default_config(mode: Mode, shots: usize, debias: DebiasMode) -> RunConfig {
+    RunConfig {
+        mode,
+        shots,
+        shot_seed: 0,
+        debias,
+        prompt_version: PROMPT_VERSION.to_string(),
+        max_new_tokens: 4,
+        pride_share: debias::PRIDE_SHARE,
+        pride_seed: 0,
+        bootstrap_resamples: crate::metrics::DEFAULT_RESAMPLES,
+        bootstrap_seed: crate::metrics::DEFAULT_SEED,
+        levers: Levers {
+            prefix_tree: true,
+            batched_suffixes: true,
+            trim: true,
+            prune_head: false,
+            matmul: "dense".into(),
+        },
+    }
+}
+
+/// Progress as rows finish.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub elapsed_seconds: f64,
+}
+
+/// What the caller watches and controls while a run goes.
+pub struct Control<'a> {
+    /// Called after each finished row.
+    pub progress: &'a mut dyn FnMut(Progress),
+    /// Set to stop between rows; the run returns a partial result.
+    pub stop: &'a AtomicBool,
+    /// Write the partial result here every `checkpoint_every` (and when stopped).
+    pub checkpoint: Option<(&'a Path, Duration)>,
+}
+
+/// One row to score: an item's criterion with a gold answer.
+struct Row<'a> {
+    id: String,
+    family: String,
+    group_id: String,
+    state: &'a str,
+    criterion: &'a Criterion,
+    gold: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Variant {
+    /// The row's own state in ordering `k` of its ordering list.
+    Real(usize),
+    /// Content-free state `s` in ordering `k` (calibration).
+    ContentFree(usize, usize),
+}
+
+struct PromptSpec {
+    row: usize,
+    variant: Variant,
+    tokens: Vec<u32>,
+    letters: Vec<u32>,
+    sha: String,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Reading {
+    logits: Vec<f32>,
+    mass: Option<f32>,
+    reply: Option<String>,
+    parsed: Option<usize>,
+}
+
+/// Everything the run was asked to do, prepared.
+pub struct RunInput<'a> {
+    pub engine: &'a Engine,
+    pub eval_set: &'a EvalSet,
+    pub config: RunConfig,
+    pub model_load_seconds: f64,
+    /// A partial result to complete (its config must equal `config`).
+    pub resume: Option<ResultFile>,
+}
+
+/// Run an evaluation. Returns the result (partial when stopped).
+pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile> {
+    let RunInput { engine, eval_set, config, model_load_seconds, resume } = input;
+    let start = Instant::now();
+    if config.mode == Mode::Generate && config.debias != DebiasMode::None {
+        return Err(Error::BadFile {
+            path: eval_set.path.clone(),
+            reason: "generate mode reads one ordering; use --debias none with --mode generate".into(),
+        });
+    }
+    // 1. Rows.
+    let mut rows: Vec<Row<'_>> = Vec::new();
+    for item in &eval_set.items {
+        for c in &item.criteria {
+            let Some(gold) = c.gold else { continue };
+            let id = if item.criteria.len() == 1 { item.id.clone() } else { format!("{}/{}", item.id, c.name) };
+            rows.push(Row {
+                id,
+                family: item.family.clone(),
+                group_id: item.group_id.clone(),
+                state: &item.state,
+                criterion: c,
+                gold,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(Error::BadFile { path: eval_set.path.clone(), reason: "no row has a gold answer to score".into() });
+    }
+    // 2. Shots: a primary set and an alternate set from other groups, for rows of the primary's groups.
+    let shots = choose_shots(&rows, config.shots, config.shot_seed, &eval_set.path)?;
+    let shot_msgs = |ids: &[usize]| -> Vec<Shot> {
+        ids.iter()
+            .map(|&i| {
+                let r = &rows[i];
+                let ident: Vec<usize> = (0..r.criterion.options.len()).collect();
+                Shot { user: prompt::user_turn(r.state, r.criterion, &ident), answer: LETTERS[r.gold].to_string() }
+            })
+            .collect()
+    };
+    let primary_groups: Vec<&str> = shots.0.iter().map(|&i| rows[i].group_id.as_str()).collect();
+    let (primary_shots, alternate_shots) = (shot_msgs(&shots.0), shot_msgs(&shots.1));
+    let shots_of = |r: &Row<'_>| -> (&[Shot], Vec<String>) {
+        if config.shots == 0 {
+            (&[], vec![])
+        } else if primary_groups.contains(&r.group_id.as_str()) {
+            (&alternate_shots, shots.1.iter().map(|&i| rows[i].id.clone()).collect())
+        } else {
+            (&primary_shots, shots.0.iter().map(|&i| rows[i].id.clone()).collect())
+        }
+    };
+    // 3. Orderings per row, and the resume state.
+    let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
+    let mut debias_state = serde_json::json!({});
+    if let Some(prev) = &resume {
+        if prev.config != config {
+            return Err(Error::BadFile {
+                path: eval_set.path.clone(),
+                reason: "the partial result was made with a different configuration; resume it with the same options".into(),
+            });
+        }
+        let index: HashMap<&str, usize> = rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+        for rec in &prev.rows {
+            if let Some(&i) = index.get(rec.id.as_str()) {
+                done.insert(i, rec.clone());
+            }
+        }
+        debias_state = prev.debias_state.clone();
+    }
+    let pride_sample: Vec<usize> = if config.debias == DebiasMode::Pride {
+        debias::pride_sample(rows.len(), config.pride_share, config.pride_seed)
+    } else {
+        vec![]
+    };
+    let orderings_of = |i: usize| -> Result<Vec<Vec<usize>>> {
+        let n = rows[i].criterion.options.len();
+        let mode = match config.debias {
+            DebiasMode::Pride if pride_sample.contains(&i) => DebiasMode::Permutation,
+            DebiasMode::Pride => DebiasMode::None,
+            m => m,
+        };
+        debias::orderings(mode, n).map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })
+    };
+    // 4. Prompts.
+    let mut specs: Vec<PromptSpec> = Vec::new();
+    let mut row_orderings: Vec<Vec<Vec<usize>>> = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        let ords = orderings_of(i)?;
+        let (shot_list, _) = shots_of(r);
+        let need_real = !done.contains_key(&i);
+        for (k, ord) in ords.iter().enumerate() {
+            if need_real {
+                specs.push(make_prompt(engine, shot_list, r.state, r.criterion, ord, i, Variant::Real(k))?);
+            }
+            if config.debias == DebiasMode::Calibrate && need_real {
+                for (s, cf) in CONTENT_FREE.iter().enumerate() {
+                    specs.push(make_prompt(engine, shot_list, cf, r.criterion, ord, i, Variant::ContentFree(s, k))?);
+                }
+            }
+        }
+        row_orderings.push(ords);
+    }
+    let total_prompt_tokens: usize = specs.iter().map(|s| s.tokens.len()).sum();
+    // 5. Phase 1: what other rows depend on.
+    let mut readings: HashMap<usize, Reading> = HashMap::new();
+    let mut computed = 0usize;
+    let mut unique = 0usize;
+    let pride_prior: HashMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
+        match serde_json::from_value::<HashMap<usize, Vec<f64>>>(debias_state["prior"].clone()) {
+            Ok(p) if !p.is_empty() => p,
+            _ => {
+                // Score the sample rows (all permutations) first.
+                let idx: Vec<usize> = specs.iter().enumerate().filter(|(_, s)| pride_sample.contains(&s.row)).map(|(i, _)| i).collect();
+                let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
+                computed += c;
+                unique += u;
+                let mut by_n: HashMap<usize, Vec<debias::PrideRow>> = HashMap::new();
+                for &ri in &pride_sample {
+                    let ords = &row_orderings[ri];
+                    let probs: Vec<Vec<f64>> = specs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| s.row == ri)
+                        .filter_map(|(pi, _)| readings.get(&pi).map(|r| softmax(&r.logits)))
+                        .collect();
+                    if probs.len() == ords.len() {
+                        by_n.entry(ords[0].len()).or_default().push((ords.clone(), probs));
+                    }
+                }
+                let prior: HashMap<usize, Vec<f64>> = by_n.into_iter().map(|(n, s)| (n, debias::pride_prior(&s))).collect();
+                debias_state = serde_json::json!({
+                    "prior": prior,
+                    "sample_rows": pride_sample.iter().map(|&i| rows[i].id.clone()).collect::<Vec<_>>(),
+                });
+                prior
+            }
+        }
+    } else {
+        HashMap::new()
+    };
+    if config.debias == DebiasMode::Calibrate {
+        let idx: Vec<usize> =
+            specs.iter().enumerate().filter(|(_, s)| matches!(s.variant, Variant::ContentFree(..))).map(|(i, _)| i).collect();
+        let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
+        computed += c;
+        unique += u;
+    }
+    // 6. Phase 2: the rows, finishing one by one.
+    let mut remaining: HashMap<usize, usize> = HashMap::new();
+    let mut todo: Vec<usize> = Vec::new();
+    for (pi, s) in specs.iter().enumerate() {
+        if matches!(s.variant, Variant::Real(_)) && !readings.contains_key(&pi) {
+            *remaining.entry(s.row).or_default() += 1;
+            todo.push(pi);
+        }
+    }
+    // Rows whose prompts were all read in phase 1 (the PriDe sample) finish now.
+    let mut finished_now: Vec<usize> =
+        (0..rows.len()).filter(|i| !done.contains_key(i) && !remaining.contains_key(i)).collect();
+    let total = rows.len();
+    let base = ResultBase::new(engine, eval_set, &config, &rows, &shots, model_load_seconds)?;
+    let mut last_checkpoint = Instant::now();
+    let mut stopped = false;
+    {
+        let finish = |ri: usize, readings: &HashMap<usize, Reading>, done: &mut BTreeMap<usize, RowRecord>| {
+            let rec = finish_row(&rows[ri], ri, &row_orderings[ri], &specs, readings, &config, &pride_prior, shots_of(&rows[ri]).1);
+            done.insert(ri, rec);
+        };
+        for ri in finished_now.drain(..) {
+            finish(ri, &readings, &mut done);
+        }
+        let mut on_batch = |read: &[usize], readings: &HashMap<usize, Reading>| -> Result<bool> {
+            for &pi in read {
+                let ri = specs[pi].row;
+                if let Some(n) = remaining.get_mut(&ri) {
+                    *n -= 1;
+                    if *n == 0 {
+                        remaining.remove(&ri);
+                        finish(ri, readings, &mut done);
+                        (control.progress)(Progress { done: done.len(), total, elapsed_seconds: start.elapsed().as_secs_f64() });
+                        if let Some((path, every)) = control.checkpoint {
+                            if last_checkpoint.elapsed() >= every {
+                                let mut partial = base.assemble(&done, Status::Partial, &debias_state, start, computed, unique, total_prompt_tokens, specs.len());
+                                partial.summarize();
+                                partial.write(path)?;
+                                last_checkpoint = Instant::now();
+                            }
+                        }
+                    }
+                }
+            }
+            if control.stop.load(Ordering::Relaxed) {
+                stopped = true;
+                return Ok(false);
+            }
+            Ok(true)
+        };
+        let (c, u) = score_prompts_with(engine, &config, &specs, &todo, &mut readings, &mut on_batch)?;
+        computed += c;
+        unique += u;
+    }
+    let status = if stopped || done.len() < total { Status::Partial } else { Status::Complete };
+    let mut result = base.assemble(&done, status, &debias_state, start, computed, unique, total_prompt_tokens, specs.len());
+    result.summarize();
+    if let Some((path, _)) = control.checkpoint {
+        if status == Status::Partial {
+            result.write(path)?;
+        }
+    }
+    Ok(result)
+}
+
+/// The parts of a result file fixed before scoring.
+struct ResultBase {
+    program: Program,
+    machine: Machine,
+    model: ModelRecord,
+    eval_set: EvalSetRecord,
+    config: RunConfig,
+    shots: ShotRecord,
+    model_load_seconds: f64,
+}
+
+impl ResultBase {
+    fn new(
+        engine: &Engine,
+        set: &EvalSet,
+        config: &RunConfig,
+        rows: &[Row<'_>],
+        shots: &(Vec<usize>, Vec<usize>),
+        model_load_seconds: f64,
+    ) -> Result<Self> {
+        let info = engine.info();
+        Ok(ResultBase {
+            program: Program { name: "readout".into(), version: env!("CARGO_PKG_VERSION").into() },
+            machine: Machine {
+                os: std::env::consts::OS.into(),
+                arch: std::env::consts::ARCH.into(),
+                cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                device: info.device.clone(),
+            },
+            model: ModelRecord {
+                name: info.name.clone(),
+                file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                sha256: engine.sha256()?,
+                architecture: info.architecture.as_str().into(),
+                quantisation: info.quantisation.clone(),
+                parameters: info.parameters,
+            },
+            eval_set: EvalSetRecord {
+                name: set.name.clone(),
+                path: set.path.display().to_string(),
+                sha256: set.sha256.clone(),
+                rows: rows.len(),
+                limit: None,
+                family: None,
+                skipped: set.skipped.clone(),
+            },
+            config: config.clone(),
+            shots: ShotRecord {
+                primary: shots.0.iter().map(|&i| rows[i].id.clone()).collect(),
+                alternate: shots.1.iter().map(|&i| rows[i].id.clone()).collect(),
+            },
+            model_load_seconds,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        &self,
+        done: &BTreeMap<usize, RowRecord>,
+        status: Status,
+        debias_state: &serde_json::Value,
+        start: Instant,
+        computed: usize,
+        unique: usize,
+        prompt_tokens: usize,
+        prompts: usize,
+    ) -> ResultFile {
+        let wall = start.elapsed().as_secs_f64();
+        let n = done.len();
+        ResultFile {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            status,
+            created: now_utc(),
+            program: self.program.clone(),
+            machine: self.machine.clone(),
+            model: self.model.clone(),
+            eval_set: self.eval_set.clone(),
+            config: self.config.clone(),
+            shots: self.shots.clone(),
+            debias_state: debias_state.clone(),
+            plan: PlanRecord { prompts, prompt_tokens, unique_tokens: unique, computed_tokens: computed },
+            metrics: None,
+            timing: Timing {
+                wall_seconds: wall,
+                model_load_seconds: self.model_load_seconds,
+                rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
+                mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
+            },
+            rows: done.values().cloned().collect(),
+        }
+    }
+}
+
+fn make_prompt(
+    engine: &Engine,
+    shots: &[Shot],
+    state: &str,
+    c: &Criterion,
+    ord: &[usize],
+    row: usize,
+    variant: Variant,
+) -> Result<PromptSpec> {
+    let text = engine.template().render(&prompt::messages(shots, prompt::user_turn(state, c, ord)))?;
+    let tokens = engine.tokenizer().encode(&text)?;
+    let letters = engine.answer_tokens(&text, &tokens, c.options.len())?;
+    Ok(PromptSpec { row, variant, tokens, letters, sha: crate::hash::sha256_bytes(text.as_bytes()) })
+}
+
+/// Seeded choice of `k` shot rows from distinct groups, and an alternate set from other groups.
+fn choose_shots(rows: &[Row<'_>], k: usize, seed: u64, path: &Path) -> Result<(Vec<usize>, Vec<usize>)> {
+    if k == 0 {
+        return Ok((vec![], vec![]));
+    }
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut s = seed ^ 0x5EED_5EED;
+    for i in (1..order.len()).rev() {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let j = ((s >> 33) as usize) % (i + 1);
+        order.swap(i, j);
+    }
+    let pick = |exclude: &[&str]| -> Vec<usize> {
+        let mut chosen: Vec<usize> = Vec::new();
+        for &i in &order {
+            let g = rows[i].group_id.as_str();
+            if chosen.len() == k {
+                break;
+            }
+            if !exclude.contains(&g) && !chosen.iter().any(|&c| rows[c].group_id == g) {
+                chosen.push(i);
+            }
+        }
+        chosen
+    };
+    let primary = pick(&[]);
+    let groups: Vec<&str> = primary.iter().map(|&i| rows[i].group_id.as_str()).collect();
+    let alternate = pick(&groups);
+    if primary.len() < k || alternate.len() < k {
+        return Err(Error::BadFile {
+            path: path.to_path_buf(),
+            reason: format!("--shots {k} needs {} rows from distinct groups; the set has too few groups", 2 * k),
+        });
+    }
+    Ok((primary, alternate))
+}
+
+type BatchFn<'a> = dyn FnMut(&[usize], &HashMap<usize, Reading>) -> Result<bool> + 'a;
+
+fn score_prompts(
+    engine: &Engine,
+    config: &RunConfig,
+    specs: &[PromptSpec],
+    idx: &[usize],
+    readings: &mut HashMap<usize, Reading>,
+    on_batch: &mut dyn FnMut(&[usize]) -> Result<bool>,
+) -> Result<(usize, usize)> {
+    let mut f = |read: &[usize], _: &HashMap<usize, Reading>| on_batch(read);
+    score_prompts_with(engine, config, specs, idx, readings, &mut f)
+}
+
+/// Score the prompts `idx` as one tree. Returns (tokens computed, unique tokens of the tree).
+fn score_prompts_with(
+    engine: &Engine,
+    config: &RunConfig,
+    specs: &[PromptSpec],
+    idx: &[usize],
+    readings: &mut HashMap<usize, Reading>,
+    on_batch: &mut BatchFn<'_>,
+) -> Result<(usize, usize)> {
+    if idx.is_empty() {
+        return Ok((0, 0));
+    }
+    let seqs: Vec<&[u32]> = idx.iter().map(|&i| specs[i].tokens.as_slice()).collect();
+    let tree = build_trie(&seqs);
+    let unique = tree.unique_tokens();
+    let mut ctx = Exec { engine, config, specs, idx, seqs: &seqs, readings, on_batch, computed: 0 };
+    if tree.is_leaf() {
+        ctx.read_leaves(&Prefix::empty(), &[&tree])?;
+    } else {
+        ctx.node(&tree, &Prefix::empty())?;
+    }
+    Ok((ctx.computed, unique))
+}
+
+struct Exec<'a, 'b> {
+    engine: &'a Engine,
+    config: &'a RunConfig,
+    specs: &'a [PromptSpec],
+    idx: &'a [usize],
+    seqs: &'a [&'a [u32]],
+    readings: &'a mut HashMap<usize, Reading>,
+    on_batch: &'a mut BatchFn<'b>,
+    computed: usize,
+}
+
+impl Exec<'_, '_> {
+    /// Compute a node's tokens, read its leaves in one batch, recurse into the rest.
+    /// Returns false when the caller asked to stop.
+    fn node(&mut self, node: &TrieNode, parent: &Prefix) -> Result<bool> {
+        let tokens = &self.seqs[node.rep][node.start..node.end];
+        let prefix = self.engine.extend(parent, tokens)?;
+        self.computed += tokens.len();
+        let leaves: Vec<&TrieNode> = node.children.iter().filter(|c| c.is_leaf()).collect();
+        if !leaves.is_empty() && !self.read_leaves(&prefix, &leaves)? {
+            return Ok(false);
+        }
+        for child in node.children.iter().filter(|c| !c.is_leaf()) {
+            if !self.node(child, &prefix)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn read_leaves(&mut self, prefix: &Prefix, leaves: &[&TrieNode]) -> Result<bool> {
+        let mut read_now: Vec<usize> = Vec::new();
+        match self.config.mode {
+            Mode::Readout => {
+                let suffixes: Vec<Suffix<'_>> = leaves
+                    .iter()
+                    .map(|l| Suffix {
+                        tokens: &self.seqs[l.rep][l.start..l.end],
+                        read: &self.specs[self.idx[l.prompts[0]]].letters,
+                    })
+                    .collect();
+                self.computed += suffixes.iter().map(|s| s.tokens.len()).sum::<usize>();
+                let out = self.engine.read(prefix, &suffixes)?;
+                for (l, r) in leaves.iter().zip(out) {
+                    for &p in &l.prompts {
+                        let pi = self.idx[p];
+                        self.readings.insert(pi, Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() });
+                        read_now.push(pi);
+                    }
+                }
+            }
+            Mode::Generate => {
+                for l in leaves {
+                    let tokens = &self.seqs[l.rep][l.start..l.end];
+                    let letters = &self.specs[self.idx[l.prompts[0]]].letters;
+                    let (reading, steps) = self.generate(prefix, tokens, letters.len())?;
+                    self.computed += tokens.len() + steps;
+                    for &p in &l.prompts {
+                        let pi = self.idx[p];
+                        self.readings.insert(pi, reading.clone());
+                        read_now.push(pi);
+                    }
+                }
+            }
+        }
+        (self.on_batch)(&read_now, self.readings)
+    }
+
+    /// Greedy decoding of up to `max_new_tokens`; the first standalone valid letter is the answer.
+    fn generate(&self, prefix: &Prefix, tokens: &[u32], n_options: usize) -> Result<(Reading, usize)> {
+        let stop_ids: Vec<u32> = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>"]
+            .iter()
+            .filter_map(|t| self.engine.tokenizer().token_id(t))
+            .collect();
+        let (mut cur, mut logits) = self.engine.next_logits(prefix, tokens)?;
+        let mut out: Vec<u32> = Vec::new();
+        let mut steps = 0;
+        for step in 0..self.config.max_new_tokens {
+            let next = argmax(&logits.iter().map(|&x| x as f64).collect::<Vec<_>>()) as u32;
+            if stop_ids.contains(&next) {
+                break;
+            }
+            out.push(next);
+            if step + 1 == self.config.max_new_tokens {
+                break;
+            }
+            let (c, l) = self.engine.next_logits(&cur, &[next])?;
+            steps += 1;
+            cur = c;
+            logits = l;
+        }
+        let reply = self.engine.tokenizer().decode(&out)?;
+        let parsed = parse_letter(&reply, n_options);
+        Ok((Reading { logits: vec![], mass: None, reply: Some(reply), parsed }, steps))
+    }
+}
+
+/// The first capital letter standing alone (not inside a word) among the first `n` letters.
+pub fn parse_letter(reply: &str, n: usize) -> Option<usize> {
+    let chars: Vec<char> = reply.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_alphanumeric() {
+            let before = i > 0 && chars[i - 1].is_alphanumeric();
+            let after = i + 1 < chars.len() && chars[i + 1].is_alphanumeric();
+            if !before && !after && c.is_ascii_uppercase() {
+                let slot = (c as u8 - b'A') as usize;
+                if slot < n {
+                    return Some(slot);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_row(
+    r: &Row<'_>,
+    ri: usize,
+    ords: &[Vec<usize>],
+    specs: &[PromptSpec],
+    readings: &HashMap<usize, Reading>,
+    config: &RunConfig,
+    pride_prior: &HashMap<usize, Vec<f64>>,
+    shot_ids: Vec<String>,
+) -> RowRecord {
+    let n = r.criterion.options.len();
+    let mine: Vec<(usize, &PromptSpec)> = specs.iter().enumerate().filter(|(_, s)| s.row == ri).collect();
+    let mut orderings = Vec::with_capacity(ords.len());
+    let mut option_probs: Vec<Vec<f64>> = Vec::with_capacity(ords.len());
+    let mut generated: Option<Option<usize>> = None;
+    for (k, ord) in ords.iter().enumerate() {
+        let Some((pi, spec)) = mine.iter().find(|(_, s)| s.variant == Variant::Real(k)) else { continue };
+        let reading = readings.get(pi).cloned().unwrap_or_default();
+        let slot_probs = match config.mode {
+            Mode::Readout => softmax(&reading.logits),
+            Mode::Generate => {
+                generated = Some(reading.parsed.map(|s| ord[s]));
+                (0..n).map(|s| if reading.parsed == Some(s) { 1.0 } else { 0.0 }).collect()
+            }
+        };
+        let adjusted = match config.debias {
+            DebiasMode::Calibrate => {
+                let cf: Vec<Vec<f64>> = mine
+                    .iter()
+                    .filter(|(_, s)| matches!(s.variant, Variant::ContentFree(_, kk) if kk == k))
+                    .filter_map(|(p, _)| readings.get(p).map(|x| softmax(&x.logits)))
+                    .collect();
+                debias::calibrate(&slot_probs, &cf)
+            }
+            DebiasMode::Pride if ords.len() == 1 => match pride_prior.get(&n) {
+                Some(prior) => debias::pride_debias(&slot_probs, prior),
+                None => slot_probs.clone(),
+            },
+            _ => slot_probs.clone(),
+        };
+        option_probs.push(debias::to_option_space(&adjusted, ord));
+        orderings.push(OrderingRecord {
+            order: ord.clone(),
+            letter_probs: slot_probs,
+            letter_mass: reading.mass.map(|m| m as f64),
+            reply: reading.reply.clone(),
+            prompt_sha256: spec.sha.clone(),
+        });
+    }
+    let (probs, predicted) = match generated {
+        Some(None) => (None, None),
+        Some(Some(opt)) => {
+            let p: Vec<f64> = (0..n).map(|i| if i == opt { 1.0 } else { 0.0 }).collect();
+            (Some(p), Some(opt))
+        }
+        None => {
+            let p = debias::average(&option_probs);
+            let best = argmax(&p);
+            (Some(p), Some(best))
+        }
+    };
+    let option_ids: Vec<String> = r.criterion.options.iter().map(|o| o.id.clone()).collect();
+    RowRecord {
+        id: r.id.clone(),
+        family: r.family.clone(),
+        group_id: r.group_id.clone(),
+        gold: r.gold,
+        gold_id: option_ids[r.gold].clone(),
+        predicted_id: predicted.map(|p| option_ids[p].clone()),
+        option_ids,
+        shots: shot_ids,
+        orderings,
+        correct: predicted == Some(r.gold),
+        invalid: predicted.is_none(),
+        order_unstable: debias::order_unstable(&option_probs),
+        probs,
+        predicted,
+    }
+}
