@@ -230,6 +230,39 @@ def run_pass(llm, toks, lids, reuse):
     return time.perf_counter() - t0, evaluated, logits
 
 
+def cmd_run(args):
+    """A whole run's prompts, once, in its best simple setup (prefix reuse with the previous prompt)."""
+    prompts = load_prompts(args.prompts)
+    load_before = loadavg()
+    llm, load_s = load_model(args.model, args.threads)
+    cache = {}
+    toks = [tokenize_prompt(llm, p["prompt"]) for p in prompts]
+    lids = [letter_ids(llm, p["letters"], cache) for p in prompts]
+    wall, evaluated, logits = run_pass(llm, toks, lids, reuse=True)
+    out = {
+        "generator": "bench/llamacpp_peer.py run",
+        "llama_cpp_python": llama_cpp.__version__,
+        "llama_cpp_system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
+        "model_file": os.path.basename(args.model),
+        "model_sha256": sha256_file(args.model),
+        "cpu_model": cpu_model(),
+        "n_threads": args.threads,
+        "model_load_s": load_s,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
+        "setup": "prefix-reuse",
+        "wall_s": wall,
+        "prompts": len(prompts),
+        "prompt_tokens": sum(len(t) for t in toks),
+        "tokens_evaluated": evaluated,
+        "per_prompt": [{"id": p["id"], "letter_logits": l} for p, l in zip(prompts, logits)],
+    }
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print(f"llama.cpp: {len(prompts)} prompts in {wall:.1f} s ({evaluated} tokens evaluated)")
+
+
 def cmd_bench(args):
     prompts = load_prompts(args.prompts)
     if args.repeats < 1:
@@ -349,6 +382,13 @@ def main():
     bn.add_argument("--repeats", type=int, default=3)
     bn.add_argument("--out", required=True, help="result JSON to write")
     bn.set_defaults(func=cmd_bench)
+
+    rn = sub.add_parser("run", help="a whole run's prompts once, with prefix reuse")
+    rn.add_argument("--model", required=True, help="GGUF model file")
+    rn.add_argument("--prompts", required=True, help="PROMPTS.jsonl")
+    rn.add_argument("--threads", type=int, default=2)
+    rn.add_argument("--out", required=True, help="result JSON to write")
+    rn.set_defaults(func=cmd_run)
 
     args = ap.parse_args()
     args.func(args)

@@ -384,3 +384,33 @@ mod tests {
         assert!(close(&pride_debias(&[0.5, 0.5], &[1.0]), &[0.5, 0.5]));
     }
 }
+
+#[cfg(test)]
+mod position_bias_tests {
+    use super::*;
+
+    #[test]
+    fn a_pure_position_bias_vanishes_under_cyclic_averaging() {
+        // The model ignores the content and puts 0.7 / 0.2 / 0.1 on letters A / B / C.
+        let bias = [0.7, 0.2, 0.1];
+        let per: Vec<Vec<f64>> =
+            orderings(DebiasMode::Cyclic, 3).unwrap().iter().map(|ord| to_option_space(&bias, ord)).collect();
+        // Each option sits in each slot once: every option gets (0.7 + 0.2 + 0.1) / 3.
+        for p in average(&per) {
+            assert!((p - 1.0 / 3.0).abs() < 1e-12);
+        }
+        // And the row is flagged: each rotation picks a different option.
+        assert_eq!(order_unstable(&per), Some(true));
+    }
+
+    #[test]
+    fn calibration_removes_a_position_bias_the_content_free_state_shows() {
+        // Content-free states show the same bias; the real state adds evidence for slot 2.
+        let cf = vec![vec![0.6, 0.3, 0.1]; 3];
+        let real = [0.5, 0.25, 0.25];
+        let p = calibrate(&real, &cf);
+        // 0.5/0.6, 0.25/0.3, 0.25/0.1 = 0.833, 0.833, 2.5 → / 4.1667
+        assert!((p[2] - 2.5 / (2.5 + 2.0 * 0.5 / 0.6)).abs() < 1e-9);
+        assert_eq!(crate::math::argmax(&p), 2);
+    }
+}

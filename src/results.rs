@@ -216,8 +216,9 @@ impl ResultFile {
     pub fn load(path: &Path) -> Result<ResultFile> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
-        let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| bad(format!("not a complete JSON document ({e}); the file is truncated or not a result file")))?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            bad(format!("not a complete JSON document ({e}); the file is truncated or not a result file"))
+        })?;
         if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
             return Err(bad(format!("not a Readout result file (`schema` is not \"{SCHEMA}\")")));
         }
@@ -239,16 +240,12 @@ impl ResultFile {
 /// The default file name for a run: eval set, model, mode, shots, debias.
 pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
     let clean = |s: &str| -> String {
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '-' }).collect()
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '-' })
+            .collect()
     };
-    let mut name = format!(
-        "{}_{}_{}_{}shot_{}",
-        clean(eval_set),
-        clean(model),
-        cfg.mode.as_str(),
-        cfg.shots,
-        cfg.debias.as_str()
-    );
+    let mut name =
+        format!("{}_{}_{}_{}shot_{}", clean(eval_set), clean(model), cfg.mode.as_str(), cfg.shots, cfg.debias.as_str());
     if cfg.levers.prune_head {
         name.push_str("_pruned");
     }

@@ -137,11 +137,14 @@ pub struct RunInput<'a> {
     pub model_load_seconds: f64,
     /// A partial result to complete (its config must equal `config`).
     pub resume: Option<ResultFile>,
+    /// The `--limit` and `--family` the eval set was read with, for the record.
+    pub limit: Option<usize>,
+    pub family: Option<String>,
 }
 
 /// Run an evaluation. Returns the result (partial when stopped).
 pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile> {
-    let RunInput { engine, eval_set, config, model_load_seconds, resume } = input;
+    let RunInput { engine, eval_set, config, model_load_seconds, resume, limit, family } = input;
     let start = Instant::now();
     if config.mode == Mode::Generate && config.debias != DebiasMode::None {
         return Err(Error::BadFile {
@@ -149,47 +152,10 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             reason: "generate mode reads one ordering; use --debias none with --mode generate".into(),
         });
     }
-    // 1. Rows.
-    let mut rows: Vec<Row<'_>> = Vec::new();
-    for item in &eval_set.items {
-        for c in &item.criteria {
-            let Some(gold) = c.gold else { continue };
-            let id = if item.criteria.len() == 1 { item.id.clone() } else { format!("{}/{}", item.id, c.name) };
-            rows.push(Row {
-                id,
-                family: item.family.clone(),
-                group_id: item.group_id.clone(),
-                state: &item.state,
-                criterion: c,
-                gold,
-            });
-        }
-    }
-    if rows.is_empty() {
-        return Err(Error::BadFile { path: eval_set.path.clone(), reason: "no row has a gold answer to score".into() });
-    }
-    // 2. Shots: a primary set and an alternate set from other groups, for rows of the primary's groups.
-    let shots = choose_shots(&rows, config.shots, config.shot_seed, &eval_set.path)?;
-    let shot_msgs = |ids: &[usize]| -> Vec<Shot> {
-        ids.iter()
-            .map(|&i| {
-                let r = &rows[i];
-                let ident: Vec<usize> = (0..r.criterion.options.len()).collect();
-                Shot { user: prompt::user_turn(r.state, r.criterion, &ident), answer: LETTERS[r.gold].to_string() }
-            })
-            .collect()
-    };
-    let primary_groups: Vec<&str> = shots.0.iter().map(|&i| rows[i].group_id.as_str()).collect();
-    let (primary_shots, alternate_shots) = (shot_msgs(&shots.0), shot_msgs(&shots.1));
-    let shots_of = |r: &Row<'_>| -> (&[Shot], Vec<String>) {
-        if config.shots == 0 {
-            (&[], vec![])
-        } else if primary_groups.contains(&r.group_id.as_str()) {
-            (&alternate_shots, shots.1.iter().map(|&i| rows[i].id.clone()).collect())
-        } else {
-            (&primary_shots, shots.0.iter().map(|&i| rows[i].id.clone()).collect())
-        }
-    };
+    let prep = prepare(eval_set, &config)?;
+    let rows = &prep.rows;
+    let shots = &prep.shots;
+    let shots_of = |r: &Row<'_>| prep.shots_for(r, config.shots);
     // 3. Orderings per row, and the resume state.
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
     let mut debias_state = serde_json::json!({});
@@ -197,7 +163,8 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         if prev.config != config {
             return Err(Error::BadFile {
                 path: eval_set.path.clone(),
-                reason: "the partial result was made with a different configuration; resume it with the same options".into(),
+                reason: "the partial result was made with a different configuration; resume it with the same options"
+                    .into(),
             });
         }
         let index: HashMap<&str, usize> = rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
@@ -251,7 +218,8 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             Ok(p) if !p.is_empty() => p,
             _ => {
                 // Score the sample rows (all permutations) first.
-                let idx: Vec<usize> = specs.iter().enumerate().filter(|(_, s)| pride_sample.contains(&s.row)).map(|(i, _)| i).collect();
+                let idx: Vec<usize> =
+                    specs.iter().enumerate().filter(|(_, s)| pride_sample.contains(&s.row)).map(|(i, _)| i).collect();
                 let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
                 computed += c;
                 unique += u;
@@ -268,7 +236,8 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
                         by_n.entry(ords[0].len()).or_default().push((ords.clone(), probs));
                     }
                 }
-                let prior: HashMap<usize, Vec<f64>> = by_n.into_iter().map(|(n, s)| (n, debias::pride_prior(&s))).collect();
+                let prior: HashMap<usize, Vec<f64>> =
+                    by_n.into_iter().map(|(n, s)| (n, debias::pride_prior(&s))).collect();
                 debias_state = serde_json::json!({
                     "prior": prior,
                     "sample_rows": pride_sample.iter().map(|&i| rows[i].id.clone()).collect::<Vec<_>>(),
@@ -280,8 +249,12 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         HashMap::new()
     };
     if config.debias == DebiasMode::Calibrate {
-        let idx: Vec<usize> =
-            specs.iter().enumerate().filter(|(_, s)| matches!(s.variant, Variant::ContentFree(..))).map(|(i, _)| i).collect();
+        let idx: Vec<usize> = specs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.variant, Variant::ContentFree(..)))
+            .map(|(i, _)| i)
+            .collect();
         let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
         computed += c;
         unique += u;
@@ -299,12 +272,23 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let mut finished_now: Vec<usize> =
         (0..rows.len()).filter(|i| !done.contains_key(i) && !remaining.contains_key(i)).collect();
     let total = rows.len();
-    let base = ResultBase::new(engine, eval_set, &config, &rows, &shots, model_load_seconds)?;
+    let mut base = ResultBase::new(engine, eval_set, &config, rows, shots, model_load_seconds)?;
+    base.eval_set.limit = limit;
+    base.eval_set.family = family;
     let mut last_checkpoint = Instant::now();
     let mut stopped = false;
     {
         let finish = |ri: usize, readings: &HashMap<usize, Reading>, done: &mut BTreeMap<usize, RowRecord>| {
-            let rec = finish_row(&rows[ri], ri, &row_orderings[ri], &specs, readings, &config, &pride_prior, shots_of(&rows[ri]).1);
+            let rec = finish_row(
+                &rows[ri],
+                ri,
+                &row_orderings[ri],
+                &specs,
+                readings,
+                &config,
+                &pride_prior,
+                shots_of(&rows[ri]).1,
+            );
             done.insert(ri, rec);
         };
         for ri in finished_now.drain(..) {
@@ -318,10 +302,23 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
                     if *n == 0 {
                         remaining.remove(&ri);
                         finish(ri, readings, &mut done);
-                        (control.progress)(Progress { done: done.len(), total, elapsed_seconds: start.elapsed().as_secs_f64() });
+                        (control.progress)(Progress {
+                            done: done.len(),
+                            total,
+                            elapsed_seconds: start.elapsed().as_secs_f64(),
+                        });
                         if let Some((path, every)) = control.checkpoint {
                             if last_checkpoint.elapsed() >= every {
-                                let mut partial = base.assemble(&done, Status::Partial, &debias_state, start, computed, unique, total_prompt_tokens, specs.len());
+                                let mut partial = base.assemble(
+                                    &done,
+                                    Status::Partial,
+                                    &debias_state,
+                                    start,
+                                    computed,
+                                    unique,
+                                    total_prompt_tokens,
+                                    specs.len(),
+                                );
                                 partial.summarize();
                                 partial.write(path)?;
                                 last_checkpoint = Instant::now();
@@ -341,7 +338,8 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         unique += u;
     }
     let status = if stopped || done.len() < total { Status::Partial } else { Status::Complete };
-    let mut result = base.assemble(&done, status, &debias_state, start, computed, unique, total_prompt_tokens, specs.len());
+    let mut result =
+        base.assemble(&done, status, &debias_state, start, computed, unique, total_prompt_tokens, specs.len());
     result.summarize();
     if let Some((path, _)) = control.checkpoint {
         if status == Status::Partial {
@@ -349,6 +347,113 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         }
     }
     Ok(result)
+}
+
+/// Rows and shots of a run, before any prompt is rendered.
+struct Prepared<'a> {
+    rows: Vec<Row<'a>>,
+    /// Row indices of the primary and the alternate shots.
+    shots: (Vec<usize>, Vec<usize>),
+    primary_shots: Vec<Shot>,
+    alternate_shots: Vec<Shot>,
+    primary_groups: Vec<String>,
+}
+
+impl Prepared<'_> {
+    /// The shots a row is shown (the alternate set for rows of the primary shots' groups) and their ids.
+    fn shots_for(&self, r: &Row<'_>, k: usize) -> (&[Shot], Vec<String>) {
+        let ids = |v: &[usize]| v.iter().map(|&i| self.rows[i].id.clone()).collect();
+        if k == 0 {
+            (&[], vec![])
+        } else if self.primary_groups.contains(&r.group_id) {
+            (&self.alternate_shots, ids(&self.shots.1))
+        } else {
+            (&self.primary_shots, ids(&self.shots.0))
+        }
+    }
+}
+
+fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>> {
+    let mut rows: Vec<Row<'a>> = Vec::new();
+    for item in &eval_set.items {
+        for c in &item.criteria {
+            let Some(gold) = c.gold else { continue };
+            let id = if item.criteria.len() == 1 { item.id.clone() } else { format!("{}/{}", item.id, c.name) };
+            rows.push(Row {
+                id,
+                family: item.family.clone(),
+                group_id: item.group_id.clone(),
+                state: &item.state,
+                criterion: c,
+                gold,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(Error::BadFile { path: eval_set.path.clone(), reason: "no row has a gold answer to score".into() });
+    }
+    let shots = choose_shots(&rows, config.shots, config.shot_seed, &eval_set.path)?;
+    let shot_msgs = |ids: &[usize]| -> Vec<Shot> {
+        ids.iter()
+            .map(|&i| {
+                let r = &rows[i];
+                let ident: Vec<usize> = (0..r.criterion.options.len()).collect();
+                Shot { user: prompt::user_turn(r.state, r.criterion, &ident), answer: LETTERS[r.gold].to_string() }
+            })
+            .collect()
+    };
+    let (primary_shots, alternate_shots) = (shot_msgs(&shots.0), shot_msgs(&shots.1));
+    let primary_groups = shots.0.iter().map(|&i| rows[i].group_id.clone()).collect();
+    Ok(Prepared { rows, shots, primary_shots, alternate_shots, primary_groups })
+}
+
+/// One prompt of a run, rendered: for feeding the same text to peers.
+#[derive(Debug, Clone, Serialize)]
+pub struct RenderedPrompt {
+    /// `row id#ordering index`, with `#cf<state>` for a content-free calibration prompt.
+    pub id: String,
+    pub prompt: String,
+    pub letters: Vec<String>,
+}
+
+/// Every prompt a run with `config` scores, in order (PriDe: the sample rows' permutations
+/// and every other row's one ordering).
+pub fn prompt_texts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig) -> Result<Vec<RenderedPrompt>> {
+    let prep = prepare(eval_set, config)?;
+    let sample = if config.debias == DebiasMode::Pride {
+        debias::pride_sample(prep.rows.len(), config.pride_share, config.pride_seed)
+    } else {
+        vec![]
+    };
+    let mut out = Vec::new();
+    for (i, r) in prep.rows.iter().enumerate() {
+        let mode = match config.debias {
+            DebiasMode::Pride if sample.contains(&i) => DebiasMode::Permutation,
+            DebiasMode::Pride => DebiasMode::None,
+            m => m,
+        };
+        let ords = debias::orderings(mode, r.criterion.options.len())
+            .map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })?;
+        let (shots, _) = prep.shots_for(r, config.shots);
+        let letters: Vec<String> = LETTERS[..r.criterion.options.len()].iter().map(|s| s.to_string()).collect();
+        for (k, ord) in ords.iter().enumerate() {
+            let text =
+                engine.template().render(&prompt::messages(shots, prompt::user_turn(r.state, r.criterion, ord)))?;
+            out.push(RenderedPrompt { id: format!("{}#{k}", r.id), prompt: text, letters: letters.clone() });
+            if config.debias == DebiasMode::Calibrate {
+                for (si, cf) in CONTENT_FREE.iter().enumerate() {
+                    let text =
+                        engine.template().render(&prompt::messages(shots, prompt::user_turn(cf, r.criterion, ord)))?;
+                    out.push(RenderedPrompt {
+                        id: format!("{}#{k}#cf{si}", r.id),
+                        prompt: text,
+                        letters: letters.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The parts of a result file fixed before scoring.
@@ -581,7 +686,10 @@ impl Exec<'_, '_> {
                 for (l, r) in leaves.iter().zip(out) {
                     for &p in &l.prompts {
                         let pi = self.idx[p];
-                        self.readings.insert(pi, Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() });
+                        self.readings.insert(
+                            pi,
+                            Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() },
+                        );
                         read_now.push(pi);
                     }
                 }

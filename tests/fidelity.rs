@@ -46,7 +46,7 @@ fn check(engine: &Engine, fixture: &str, max_dp: f64) -> f64 {
             for (oi, ord) in orderings(DebiasMode::Cyclic, c.options.len()).unwrap().iter().enumerate() {
                 let text =
                     engine.template().render(&prompt::messages(&[], prompt::user_turn(&item.state, c, ord))).unwrap();
-                prompts.insert(format!("{}#{}#{oi}", item.id, c.name), text);
+                prompts.insert(format!("{}#{oi}", item.id), text);
             }
         }
     }

@@ -4,9 +4,9 @@
 use super::ModelArgs;
 use anyhow::Result;
 use clap::Args;
-use readout::debias::{orderings, DebiasMode};
+use readout::debias::DebiasMode;
 use readout::evalset::{EvalSet, LoadOptions};
-use readout::prompt::{self, LETTERS};
+use readout::run::{default_config, prompt_texts, Mode};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -17,7 +17,15 @@ pub struct PromptsArgs {
     /// Only the first N items.
     #[arg(long)]
     limit: Option<usize>,
-    /// Which orderings to print (none: as written; cyclic: every rotation).
+    /// Only items of this family.
+    #[arg(long)]
+    family: Option<String>,
+    /// Worked examples before each item, chosen as `readout run` chooses them.
+    #[arg(long, default_value_t = 0)]
+    shots: usize,
+    #[arg(long, default_value_t = 0)]
+    shot_seed: u64,
+    /// Which orderings (and calibration variants) to print, as `readout run --debias`.
     #[arg(long, default_value = "none")]
     debias: DebiasMode,
     #[command(flatten)]
@@ -25,19 +33,14 @@ pub struct PromptsArgs {
 }
 
 pub fn run(a: PromptsArgs) -> Result<i32> {
-    let set = EvalSet::load(&a.evalset, &LoadOptions { limit: a.limit, ..Default::default() })?;
+    let set =
+        EvalSet::load(&a.evalset, &LoadOptions { limit: a.limit, family: a.family.clone(), ..Default::default() })?;
     let engine = a.model.load()?;
+    let mut config = default_config(Mode::Readout, a.shots, a.debias);
+    config.shot_seed = a.shot_seed;
     let mut out = std::io::stdout().lock();
-    for item in &set.items {
-        for c in &item.criteria {
-            let ords = orderings(a.debias, c.options.len()).map_err(anyhow::Error::msg)?;
-            for (oi, ord) in ords.iter().enumerate() {
-                let text = engine.template().render(&prompt::messages(&[], prompt::user_turn(&item.state, c, ord)))?;
-                let id = if ords.len() > 1 { format!("{}#{}#{oi}", item.id, c.name) } else { item.id.clone() };
-                let line = serde_json::json!({"id": id, "prompt": text, "letters": &LETTERS[..c.options.len()]});
-                writeln!(out, "{line}")?;
-            }
-        }
+    for p in prompt_texts(&engine, &set, &config)? {
+        writeln!(out, "{}", serde_json::to_string(&p)?)?;
     }
     Ok(0)
 }

@@ -4,26 +4,45 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use readout::metrics::compare;
 use readout::results::{ResultFile, Status};
+use readout::run::Mode;
 use std::path::{Path, PathBuf};
 
 /// The end-of-run summary.
 pub fn print_summary(r: &ResultFile, path: &Path) {
     let status = if r.status == Status::Partial { " (partial)" } else { "" };
-    println!("{} rows{status} of {} · {} · {} · {} shot(s) · debias {}", r.rows.len(), r.eval_set.name, r.model.name, r.config.mode.as_str(), r.config.shots, r.config.debias.as_str());
+    println!(
+        "{} rows{status} of {} · {} · {} · {} shot(s) · debias {}",
+        r.rows.len(),
+        r.eval_set.name,
+        r.model.name,
+        r.config.mode.as_str(),
+        r.config.shots,
+        r.config.debias.as_str()
+    );
     if let Some(m) = &r.metrics {
         println!(
             "mean family balanced accuracy {:.3} [{:.3}, {:.3}]   accuracy {:.3}   invalid {}",
             m.mean_family_balanced_accuracy, m.bootstrap.lo, m.bootstrap.hi, m.overall.accuracy, m.overall.invalid
         );
         let unstable = m.overall.order_unstable.map(|u| u.to_string()).unwrap_or_else(|| "not checked".into());
-        println!("order-unstable rows {unstable}   ECE {:.3}   Brier {:.3}   NLL {:.3}", m.overall.ece, m.overall.brier, m.overall.nll);
+        println!(
+            "order-unstable rows {unstable}   ECE {:.3}   Brier {:.3}   NLL {:.3}",
+            m.overall.ece, m.overall.brier, m.overall.nll
+        );
         for (f, fm) in &m.families {
-            println!("  {f:<28} balanced accuracy {:.3}  accuracy {:.3}  rows {}", fm.balanced_accuracy, fm.accuracy, fm.rows);
+            println!(
+                "  {f:<28} balanced accuracy {:.3}  accuracy {:.3}  rows {}",
+                fm.balanced_accuracy, fm.accuracy, fm.rows
+            );
         }
     }
     println!(
         "{:.1} s ({:.2} rows/s); tokens computed {} of {} in the prompts ({} unique)",
-        r.timing.wall_seconds, r.timing.rows_per_second, r.plan.computed_tokens, r.plan.prompt_tokens, r.plan.unique_tokens
+        r.timing.wall_seconds,
+        r.timing.rows_per_second,
+        r.plan.computed_tokens,
+        r.plan.prompt_tokens,
+        r.plan.unique_tokens
     );
     println!("wrote {}", path.display());
 }
@@ -57,11 +76,20 @@ pub fn table(a: TableArgs) -> Result<i32> {
     if runs.is_empty() {
         bail!("no Readout result files in {}", a.dir.display());
     }
-    runs.sort_by(|(pa, a), (pb, b)| {
-        (debias_rank(a.config.debias.as_str()), a.config.mode.as_str(), a.config.shots, pa)
-            .cmp(&(debias_rank(b.config.debias.as_str()), b.config.mode.as_str(), b.config.shots, pb))
-    });
-    let header = ["Mode", "Shots", "Debias", "Mean family balanced accuracy", "Order-unstable rows", "Seconds", "Rows", "Label", "Source"];
+    // The performance page's order: by debias mode, readout before generate, then shots.
+    let key = |r: &ResultFile| (debias_rank(r.config.debias.as_str()), r.config.mode == Mode::Generate, r.config.shots);
+    runs.sort_by(|(pa, a), (pb, b)| (key(a), pa).cmp(&(key(b), pb)));
+    let header = [
+        "Mode",
+        "Shots",
+        "Debias",
+        "Mean family balanced accuracy",
+        "Order-unstable rows",
+        "Seconds",
+        "Rows",
+        "Label",
+        "Source",
+    ];
     let mut lines: Vec<Vec<String>> = Vec::new();
     for (p, r) in &runs {
         let m = r.metrics.as_ref();
@@ -92,10 +120,17 @@ pub fn table(a: TableArgs) -> Result<i32> {
         let mut s = String::new();
         s.push_str(&format!("| {} |\n", header.join(" | ")));
         s.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        // Link each file relative to the Markdown file's folder.
+        let md_dir = md.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let rel = match (std::fs::canonicalize(&a.dir), std::fs::canonicalize(md_dir)) {
+            (Ok(d), Ok(m)) => d.strip_prefix(&m).map(|r| r.to_path_buf()).unwrap_or(d),
+            _ => a.dir.clone(),
+        };
         for l in &lines {
             let mut l = l.clone();
             let last = l.len() - 1;
-            l[last] = format!("[`{}`]({})", l[last], l[last]);
+            let link = rel.join(&l[last]);
+            l[last] = format!("[`{}`]({})", l[last], link.display());
             s.push_str(&format!("| {} |\n", l.join(" | ")));
         }
         write_markdown(md, &s)?;
@@ -111,7 +146,9 @@ fn write_markdown(path: &Path, table: &str) -> Result<()> {
     let block = format!("{BEGIN}\n{table}{END}\n");
     let text = match std::fs::read_to_string(path) {
         Ok(old) => match (old.find(BEGIN), old.find(END)) {
-            (Some(b), Some(e)) if e > b => format!("{}{}{}", &old[..b], block, &old[e + END.len()..].trim_start_matches('\n')),
+            (Some(b), Some(e)) if e > b => {
+                format!("{}{}{}", &old[..b], block, &old[e + END.len()..].trim_start_matches('\n'))
+            }
             _ => format!("{old}\n{block}"),
         },
         Err(_) => block,
@@ -153,7 +190,13 @@ pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
         return Ok(0);
     }
     println!("A: {}\nB: {}", a.a.display(), a.b.display());
-    println!("{} paired rows; accuracy A {:.3}, B {:.3} (B − A {:+.3})", c.paired, c.accuracy_a, c.accuracy_b, c.accuracy_b - c.accuracy_a);
+    println!(
+        "{} paired rows; accuracy A {:.3}, B {:.3} (B − A {:+.3})",
+        c.paired,
+        c.accuracy_a,
+        c.accuracy_b,
+        c.accuracy_b - c.accuracy_a
+    );
     println!(
         "discordant: {} right only in A, {} right only in B; exact McNemar p = {:.4}",
         c.only_a_correct, c.only_b_correct, c.p_value

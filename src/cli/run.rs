@@ -57,12 +57,14 @@ pub struct RunArgs {
 }
 
 pub fn run_cmd(a: RunArgs) -> Result<i32> {
-    let set = EvalSet::load(
-        &a.evalset,
-        &LoadOptions { skip_bad: a.skip_bad, limit: a.limit, family: a.family.clone() },
-    )?;
+    let set =
+        EvalSet::load(&a.evalset, &LoadOptions { skip_bad: a.skip_bad, limit: a.limit, family: a.family.clone() })?;
     if !set.skipped.is_empty() {
-        eprintln!("readout: skipped {} bad line(s) of {} (recorded in the result file)", set.skipped.len(), a.evalset.display());
+        eprintln!(
+            "readout: skipped {} bad line(s) of {} (recorded in the result file)",
+            set.skipped.len(),
+            a.evalset.display()
+        );
     }
     let t0 = std::time::Instant::now();
     let mut engine = a.model.load()?;
@@ -86,10 +88,16 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     let out = match (&a.resume, &a.out) {
         (Some(p), _) => p.clone(),
         (None, Some(o)) => o.clone(),
-        (None, None) => PathBuf::from("bench/results").join(default_name(&set.name, &engine.info().name, &config)),
+        (None, None) => {
+            let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            PathBuf::from("bench/results").join(default_name(&set.name, &stem, &config))
+        }
     };
     if a.resume.is_none() && out.exists() && !a.force {
-        bail!("{} exists; pass --force to overwrite it, --out to write elsewhere, or --resume to complete it", out.display());
+        bail!(
+            "{} exists; pass --force to overwrite it, --out to write elsewhere, or --resume to complete it",
+            out.display()
+        );
     }
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -110,9 +118,21 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
     };
-    let mut control = Control { progress: &mut progress, stop: &stop, checkpoint: Some((&out, Duration::from_secs(10))) };
-    let result = run(RunInput { engine: &engine, eval_set: &set, config, model_load_seconds: load_seconds, resume }, &mut control)
-        .context("running the evaluation")?;
+    let mut control =
+        Control { progress: &mut progress, stop: &stop, checkpoint: Some((&out, Duration::from_secs(10))) };
+    let result = run(
+        RunInput {
+            engine: &engine,
+            eval_set: &set,
+            config,
+            model_load_seconds: load_seconds,
+            resume,
+            limit: a.limit,
+            family: a.family.clone(),
+        },
+        &mut control,
+    )
+    .context("running the evaluation")?;
     bar.finish_and_clear();
     result.write(&out).with_context(|| format!("writing {}", out.display()))?;
     if a.json {
