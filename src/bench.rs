@@ -102,3 +102,69 @@ pub fn prefill(engine: &Engine, prompts: &[BenchPrompt], repeats: usize) -> Resu
     }
     Ok(out)
 }
+
+/// One projection shape timed on both matmul paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatmulTiming {
+    pub name: String,
+    pub rows: usize,
+    pub in_features: usize,
+    pub out_features: usize,
+    pub dense_ms: f64,
+    pub quantized_ms: f64,
+    pub dense_gflops: f64,
+    pub quantized_gflops: f64,
+    /// Which path is faster for this shape.
+    pub faster: String,
+}
+
+/// Time `x [rows, in] @ W^T` for every projection shape of `cfg`, as dequantised f32 GEMM and
+/// as candle's quantised kernel in `dtype`, at each row count (tokens in one pass).
+pub fn matmul_paths(
+    cfg: &crate::engine::ModelConfig,
+    dtype: candle_core::quantized::GgmlDType,
+    rows: &[usize],
+    repeats: usize,
+) -> Result<Vec<MatmulTiming>> {
+    use candle_core::quantized::{QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+    let d = cfg.hidden_size;
+    let q = cfg.num_heads * cfg.head_dim;
+    let kv = cfg.num_kv_heads * cfg.head_dim;
+    let ff = cfg.intermediate_size;
+    let shapes =
+        [("attn_q", d, q), ("attn_k/v", d, kv), ("attn_output", q, d), ("ffn_gate/up", d, ff), ("ffn_down", ff, d)];
+    let dev = Device::Cpu;
+    let mut out = Vec::new();
+    for (name, inf, outf) in shapes {
+        let w = Tensor::randn(0f32, 0.02, (outf, inf), &dev)?;
+        let qm = QMatMul::from_qtensor(QTensor::quantize(&w, dtype)?)?;
+        let dense = qm.dequantize_f16()?.to_dtype(candle_core::DType::F32)?;
+        for &s in rows {
+            let x = Tensor::randn(0f32, 1.0, (s, inf), &dev)?;
+            let time = |f: &dyn Fn() -> candle_core::Result<Tensor>| -> candle_core::Result<f64> {
+                f()?;
+                let t = Instant::now();
+                for _ in 0..repeats.max(1) {
+                    f()?;
+                }
+                Ok(t.elapsed().as_secs_f64() * 1e3 / repeats.max(1) as f64)
+            };
+            let dense_ms = time(&|| x.matmul(&dense.t()?))?;
+            let quantized_ms = time(&|| qm.forward(&x))?;
+            let flops = 2.0 * (s * inf * outf) as f64;
+            out.push(MatmulTiming {
+                name: name.to_string(),
+                rows: s,
+                in_features: inf,
+                out_features: outf,
+                dense_ms,
+                quantized_ms,
+                dense_gflops: flops / dense_ms / 1e6,
+                quantized_gflops: flops / quantized_ms / 1e6,
+                faster: if dense_ms <= quantized_ms { "dense" } else { "quantized" }.into(),
+            });
+        }
+    }
+    Ok(out)
+}

@@ -18,6 +18,22 @@ pub struct BenchArgs {
 enum Which {
     /// Prefill-to-letter-logits over a prompts file: cold and with prefix reuse.
     Prefill(PrefillArgs),
+    /// Dense f32 GEMM against candle's quantised kernels, per projection shape of a model.
+    Matmul(MatmulArgs),
+}
+
+#[derive(Args)]
+struct MatmulArgs {
+    /// Token counts per pass to time.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32,110,330")]
+    rows: Vec<usize>,
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Write the timings here (JSON).
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 #[derive(Args)]
@@ -38,6 +54,7 @@ struct PrefillArgs {
 pub fn run(a: BenchArgs) -> Result<i32> {
     match a.which {
         Which::Prefill(p) => run_prefill(p),
+        Which::Matmul(m) => run_matmul(m),
     }
 }
 
@@ -75,6 +92,45 @@ fn run_prefill(a: PrefillArgs) -> Result<i32> {
             t["setup"].as_str().unwrap_or(""),
             t["seconds"].as_f64().unwrap_or(0.0),
             t["prompt_tokens_per_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    Ok(0)
+}
+
+fn run_matmul(a: MatmulArgs) -> Result<i32> {
+    let engine = a.model.load()?;
+    let info = engine.info();
+    let dtype = match info.quantisation.as_str() {
+        "Q4_0" => candle_core::quantized::GgmlDType::Q4_0,
+        "Q8_0" => candle_core::quantized::GgmlDType::Q8_0,
+        "Q4K" => candle_core::quantized::GgmlDType::Q4K,
+        "Q6K" => candle_core::quantized::GgmlDType::Q6K,
+        _ => candle_core::quantized::GgmlDType::Q4_1,
+    };
+    let timings = readout::bench::matmul_paths(&info.config, dtype, &a.rows, a.repeats)?;
+    let out = serde_json::json!({
+        "schema": "readout.bench.matmul",
+        "schema_version": 1,
+        "label": "MEASURED",
+        "created": readout::results::now_utc(),
+        "command": format!("readout bench matmul --rows {} --out {}", a.rows.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), a.out.display()),
+        "model": info.name,
+        "model_file": info.path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "quantised_type": format!("{dtype:?}"),
+        "threads": candle_core::utils::get_num_threads(),
+        "device": info.device,
+        "timings": timings,
+    });
+    std::fs::write(&a.out, serde_json::to_vec_pretty(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+    for t in out["timings"].as_array().into_iter().flatten() {
+        eprintln!(
+            "{:>12} rows {:>4}: dense {:>8.3} ms ({:>5.0} GFLOP/s)  quantized {:>8.3} ms ({:>5.0} GFLOP/s)",
+            t["name"].as_str().unwrap_or(""),
+            t["rows"],
+            t["dense_ms"].as_f64().unwrap_or(0.0),
+            t["dense_gflops"].as_f64().unwrap_or(0.0),
+            t["quantized_ms"].as_f64().unwrap_or(0.0),
+            t["quantized_gflops"].as_f64().unwrap_or(0.0)
         );
     }
     Ok(0)

@@ -1,0 +1,144 @@
+// The one door to the backend. Every call the UI makes to the Rust shell goes through this
+// module. Inside Tauri it uses `invoke` / `Channel` from @tauri-apps/api; in a plain browser
+// (no `window.__TAURI_INTERNALS__`) it loads ./mock.ts instead, so the page runs for tests and
+// development. The command names, argument names and JSON shapes are the IPC contract:
+// see README.md.
+import { Channel, invoke } from '@tauri-apps/api/core';
+import type {
+  Comparison,
+  EvalSetInfo,
+  ModelInfo,
+  PickKind,
+  Progress,
+  ResultFile,
+  ResultSummary,
+  Rubric,
+  RunRequest,
+  ScoreDebias,
+  Settings,
+  TextInput,
+  TextResult,
+} from './types';
+
+export type * from './types';
+
+export interface ScoreRequest {
+  rubric: Rubric;
+  texts: TextInput[];
+  debias: ScoreDebias;
+  model?: string;
+}
+
+/** The backend, as the UI sees it. Both the Tauri and the mock implementation provide it. */
+export interface Backend {
+  scoreTexts(req: ScoreRequest): Promise<TextResult[]>;
+  loadRubric(path: string): Promise<Rubric>;
+  saveRubric(path: string, rubric: Rubric): Promise<void>;
+  listEvalSets(): Promise<EvalSetInfo[]>;
+  runEval(req: RunRequest, onProgress: (p: Progress) => void): Promise<ResultFile>;
+  cancelRun(): Promise<void>;
+  /** Writes the last run's result file; returns the path written. No path: the results folder, default name. */
+  saveResult(path?: string): Promise<string>;
+  listResults(dir?: string): Promise<ResultSummary[]>;
+  loadResult(file: string): Promise<ResultFile>;
+  compareResults(a: string, b: string): Promise<Comparison>;
+  listModels(): Promise<ModelInfo[]>;
+  addModel(path: string): Promise<ModelInfo>;
+  getSettings(): Promise<Settings>;
+  setSettings(s: Settings): Promise<Settings>;
+  /** A native file dialog; null when the user cancels. */
+  pickFile(kind: PickKind, defaultName?: string): Promise<string | null>;
+  /** Ask where to save and write a text export (CSV, JSON). Returns the path, or null if cancelled. */
+  exportText(kind: 'export_csv' | 'export_json', defaultName: string, contents: string): Promise<string | null>;
+}
+
+const strip = <T extends object>(o: T): T =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+
+const tauriBackend: Backend = {
+  scoreTexts: ({ rubric, texts, debias, model }) =>
+    invoke<TextResult[]>('score_texts', strip({ rubric, texts, debias, model })),
+  loadRubric: (path) => invoke<Rubric>('load_rubric', { path }),
+  saveRubric: (path, rubric) => invoke<void>('save_rubric', { path, rubric }),
+  listEvalSets: () => invoke<EvalSetInfo[]>('list_eval_sets'),
+  runEval: (req, onProgress) => {
+    const channel = new Channel<Progress>(onProgress);
+    return invoke<ResultFile>('run_eval', strip({ ...req, onProgress: channel }));
+  },
+  cancelRun: () => invoke<void>('cancel_run'),
+  saveResult: (path) => invoke<string>('save_result', strip({ path })),
+  listResults: (dir) => invoke<ResultSummary[]>('list_results', strip({ dir })),
+  loadResult: (file) => invoke<ResultFile>('load_result', { file }),
+  compareResults: (a, b) => invoke<Comparison>('compare_results', { a, b }),
+  listModels: () => invoke<ModelInfo[]>('list_models'),
+  addModel: (path) => invoke<ModelInfo>('add_model', { path }),
+  getSettings: () => invoke<Settings>('get_settings'),
+  setSettings: (s) => {
+    const { benchDir, defaultModel, device, threads } = s;
+    return invoke<Settings>('set_settings', { benchDir, defaultModel, device, threads });
+  },
+  pickFile: (kind, defaultName) => invoke<string | null>('pick_file', strip({ kind, defaultName })),
+  exportText: async (kind, defaultName, contents) => {
+    const path = await invoke<string | null>('pick_file', { kind, defaultName });
+    if (!path) return null;
+    await invoke<void>('write_text_file', { path, contents });
+    return path;
+  },
+};
+
+export const inTauri = (): boolean => typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
+
+let backend: Promise<Backend> | null = null;
+
+/** The backend in use: Tauri's, or the mock outside Tauri (loaded lazily, never in the app). */
+export function getBackend(): Promise<Backend> {
+  if (!backend) {
+    backend = inTauri() ? Promise.resolve(tauriBackend) : import('./mock').then((m) => m.createMockBackend());
+  }
+  return backend;
+}
+
+const call =
+  <K extends keyof Backend>(k: K) =>
+  async (...args: Parameters<Backend[K]>): Promise<Awaited<ReturnType<Backend[K]>>> => {
+    const b = await getBackend();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return (b[k] as any)(...args);
+  };
+
+export const scoreTexts = call('scoreTexts');
+export const loadRubric = call('loadRubric');
+export const saveRubric = call('saveRubric');
+export const listEvalSets = call('listEvalSets');
+export const runEval = call('runEval');
+export const cancelRun = call('cancelRun');
+export const saveResult = call('saveResult');
+export const listResults = call('listResults');
+export const loadResult = call('loadResult');
+export const compareResults = call('compareResults');
+export const listModels = call('listModels');
+export const addModel = call('addModel');
+export const getSettings = call('getSettings');
+export const setSettings = call('setSettings');
+export const pickFile = call('pickFile');
+export const exportText = call('exportText');
+
+/**
+ * The message to show for a failed call. Tauri rejects with whatever the command's `Err`
+ * serialises to: a string (the error's Display, which names file, line and field) is shown as
+ * it is; an object's `message` is used when it has one.
+ */
+export function errorMessage(e: unknown): string {
+  if (typeof e === 'string') return e;
+  if (e instanceof Error) return e.message;
+  if (e && typeof e === 'object') {
+    const o = e as Record<string, unknown>;
+    if (typeof o.message === 'string') return o.message;
+    try {
+      return JSON.stringify(e);
+    } catch {
+      /* fall through */
+    }
+  }
+  return String(e);
+}

@@ -1,0 +1,265 @@
+// Types of everything that crosses the IPC boundary. Field names are exactly the JSON the
+// Rust side produces (snake_case, as serde writes the library's structs), except Settings,
+// which is camelCase both ways (see README.md, "IPC contract").
+
+/** docs/rubric.md: one question of a rubric. */
+export type QuestionType = 'choice' | 'noul' | 'score';
+
+export interface RubricQuestion {
+  type: QuestionType;
+  instructions: string;
+  /** choice: id → description; noul: optional rule text; score: level descriptions, lowest first. */
+  criteria?: Record<string, string> | string | string[] | null;
+}
+
+/** docs/rubric.md: a rubric file. Questions are scored in the order written. */
+export interface Rubric {
+  name: string;
+  description?: string;
+  questions: Record<string, RubricQuestion>;
+}
+
+export interface TextInput {
+  id?: string;
+  text: string;
+}
+
+export type ScoreDebias = 'none' | 'cyclic';
+
+export interface OptionResult {
+  id: string;
+  description: string;
+  probability: number;
+}
+
+/** One criterion of one text, as `readout score --json` prints it. */
+export interface CriterionResult {
+  criterion: string;
+  type: QuestionType;
+  options: OptionResult[];
+  chosen: string;
+  probability: number;
+  /** score questions only. */
+  expected_level?: number;
+  margin: number;
+  close: boolean;
+  /** null when only one ordering was scored. */
+  order_unstable: boolean | null;
+  letter_mass?: number;
+}
+
+/** One line of `readout score --json`. */
+export interface TextResult {
+  index: number;
+  id?: string;
+  criteria: CriterionResult[];
+}
+
+export interface EvalSetInfo {
+  name: string;
+  path: string;
+  rows: number;
+}
+
+export type Mode = 'readout' | 'generate';
+export type Debias = 'none' | 'cyclic' | 'permutation' | 'calibrate' | 'pride';
+
+export interface RunRequest {
+  /** Path of the eval set (from list_eval_sets or pick_file). */
+  evalSet: string;
+  /** Model path; omitted = the default model. */
+  model?: string;
+  mode: Mode;
+  shots: number;
+  debias: Debias;
+  pruneHead: boolean;
+}
+
+export interface Progress {
+  done: number;
+  total: number;
+  elapsed_seconds: number;
+}
+
+// ---- Result file (schema/result.schema.json, version 1) ----
+
+export interface ReliabilityBin {
+  lo: number;
+  hi: number;
+  count: number;
+  mean_confidence: number;
+  accuracy: number;
+}
+
+export interface Confusion {
+  labels: string[];
+  /** counts[gold][predicted], in the order of labels. */
+  counts: number[][];
+}
+
+export interface Metrics {
+  rows: number;
+  accuracy: number;
+  balanced_accuracy: number;
+  invalid: number;
+  order_consistency: number | null;
+  order_unstable: number | null;
+  ece: number;
+  brier: number;
+  nll: number;
+  reliability: ReliabilityBin[];
+  confusion: Confusion;
+}
+
+export interface Summary {
+  overall: Metrics;
+  families: Record<string, Metrics>;
+  mean_family_balanced_accuracy: number;
+  bootstrap: { level: number; lo: number; hi: number; resamples: number; seed: number };
+}
+
+export interface Ordering {
+  order: number[];
+  letter_probs: number[];
+  letter_mass: number | null;
+  reply: string | null;
+  prompt_sha256: string;
+}
+
+export interface ResultRow {
+  id: string;
+  family: string;
+  group_id: string;
+  option_ids: string[];
+  gold: number;
+  gold_id: string;
+  shots: string[];
+  orderings: Ordering[];
+  probs: number[] | null;
+  predicted: number | null;
+  predicted_id: string | null;
+  correct: boolean;
+  invalid: boolean;
+  order_unstable: boolean | null;
+}
+
+export interface ResultFile {
+  schema: 'readout.result';
+  schema_version: 1;
+  status: 'complete' | 'partial';
+  created: string;
+  program: { name: string; version: string };
+  machine: { os: string; arch: string; cpus: number; device: string };
+  model: {
+    name: string;
+    file: string;
+    sha256: string;
+    architecture: string;
+    quantisation: string;
+    parameters: number;
+  };
+  eval_set: {
+    name: string;
+    path: string;
+    sha256: string;
+    rows: number;
+    limit?: number | null;
+    family?: string | null;
+    skipped: { line: number; field: string; reason: string }[];
+  };
+  config: {
+    mode: Mode;
+    shots: number;
+    shot_seed: number;
+    debias: Debias;
+    prompt_version: string;
+    max_new_tokens: number;
+    pride_share: number;
+    pride_seed: number;
+    bootstrap_resamples: number;
+    bootstrap_seed: number;
+    levers: { prefix_tree: boolean; batched_suffixes: boolean; trim: boolean; prune_head: boolean; matmul: string };
+  };
+  shots: { primary: string[]; alternate: string[] };
+  debias_state: Record<string, unknown>;
+  plan: { prompts: number; prompt_tokens: number; unique_tokens: number; computed_tokens: number };
+  metrics: Summary | null;
+  timing: { wall_seconds: number; model_load_seconds: number; rows_per_second: number; mean_row_seconds: number };
+  rows: ResultRow[];
+}
+
+/** One line of the results table (generated from the files). */
+export interface ResultSummary {
+  file: string;
+  mode: Mode;
+  shots: number;
+  debias: Debias;
+  mean_family_balanced_accuracy: number | null;
+  /** null: not checked (one ordering). */
+  order_unstable: number | null;
+  seconds: number;
+  rows: number;
+  status: 'complete' | 'partial';
+}
+
+export interface FamilyDiff {
+  rows: number;
+  accuracy_a: number;
+  accuracy_b: number;
+  balanced_accuracy_a: number;
+  balanced_accuracy_b: number;
+}
+
+/** src/metrics.rs `Comparison`. */
+export interface Comparison {
+  paired: number;
+  only_a_correct: number;
+  only_b_correct: number;
+  p_value: number;
+  accuracy_a: number;
+  accuracy_b: number;
+  families: Record<string, FamilyDiff>;
+  unpaired_a: number;
+  unpaired_b: number;
+}
+
+export interface ModelConfig {
+  vocab_size: number;
+  hidden_size: number;
+  [key: string]: number | boolean | string | null | undefined;
+}
+
+export interface ModelInfo {
+  name: string;
+  path: string;
+  architecture: string;
+  quantisation: string;
+  parameters: number;
+  config: ModelConfig;
+}
+
+export type Device = 'auto' | 'cpu' | 'cuda' | 'metal';
+
+/** camelCase both ways (serde rename_all = "camelCase"). */
+export interface Settings {
+  benchDir: string;
+  /** Path of the default model. */
+  defaultModel: string;
+  device: Device;
+  /** 0 = all cores. */
+  threads: number;
+  /** Read-only, filled by get_settings: the device actually in use, e.g. "cpu (2 threads)". */
+  deviceInUse?: string;
+}
+
+/** What a file dialog is for; the shell picks filters and open/save/folder from it. */
+export type PickKind =
+  | 'rubric' // open *.json
+  | 'rubric_save' // save *.json
+  | 'evalset' // open *.jsonl
+  | 'result_save' // save *.json
+  | 'results_dir' // choose a folder
+  | 'model_gguf' // open *.gguf
+  | 'model_dir' // choose a folder (Hugging Face layout)
+  | 'export_csv' // save *.csv
+  | 'export_json'; // save *.json
