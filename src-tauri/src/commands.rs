@@ -1,0 +1,368 @@
+//! The commands the web UI calls. Each parses its arguments, calls the library and returns the
+//! library's own types (the JSON the CLI prints and writes); errors are the library's messages,
+//! which name the file, line or field.
+
+use crate::state::{AppState, Settings};
+use readout::debias::DebiasMode;
+use readout::evalset::{EvalSet, LoadOptions};
+use readout::metrics::Comparison;
+use readout::results::{default_name, ResultFile, Status};
+use readout::rubric::Rubric;
+use readout::run::{default_config, Control, Mode, Progress, RunInput};
+use readout::score::{score_texts as score, Orderings, Text, TextResult};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use tauri::ipc::Channel;
+use tauri::State;
+
+type Res<T> = Result<T, String>;
+
+fn msg(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Every command, for `invoke_handler`.
+pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        score_texts,
+        load_rubric,
+        save_rubric,
+        list_eval_sets,
+        run_eval,
+        cancel_run,
+        save_result,
+        list_results,
+        load_result,
+        compare_results,
+        list_models,
+        add_model,
+        get_settings,
+        set_settings,
+        pick_file,
+        write_text_file
+    ]
+}
+
+/// A text from the UI.
+#[derive(Debug, Deserialize)]
+pub struct TextIn {
+    pub id: Option<String>,
+    pub text: String,
+}
+
+#[tauri::command]
+pub async fn score_texts(
+    state: State<'_, AppState>,
+    rubric: serde_json::Value,
+    texts: Vec<TextIn>,
+    debias: Option<String>,
+    model: Option<PathBuf>,
+) -> Res<Vec<TextResult>> {
+    let rubric = Rubric::parse(&rubric.to_string(), Path::new("(rubric)")).map_err(msg)?;
+    let orderings = match debias.as_deref() {
+        None | Some("none") => Orderings::Single,
+        Some("cyclic") => Orderings::Cyclic,
+        Some(o) => return Err(format!("debias `{o}` is not offered for scoring texts (none or cyclic)")),
+    };
+    let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
+    if texts.iter().all(|t| t.text.trim().is_empty()) {
+        return Err("there is no text to score; paste one or open a file".into());
+    }
+    let engine = state.engine(model.as_deref())?;
+    tauri::async_runtime::spawn_blocking(move || {
+        score(&engine, &rubric, &texts, orderings, &mut |_, _| {}).map_err(msg)
+    })
+    .await
+    .map_err(msg)?
+}
+
+#[tauri::command]
+pub fn load_rubric(path: PathBuf) -> Res<serde_json::Value> {
+    Rubric::load(&path).map_err(msg)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[tauri::command]
+pub fn save_rubric(path: PathBuf, rubric: serde_json::Value) -> Res<()> {
+    Rubric::parse(&rubric.to_string(), &path).map_err(msg)?;
+    let text = serde_json::to_string_pretty(&rubric).map_err(msg)?;
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// An eval set the app offers.
+#[derive(Debug, Serialize)]
+pub struct EvalSetEntry {
+    pub name: String,
+    pub path: PathBuf,
+    pub rows: usize,
+}
+
+#[tauri::command]
+pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
+    let bench = state.settings().bench_dir;
+    let dir = bench.parent().map(|p| p.join("evalsets")).unwrap_or_else(|| PathBuf::from("bench/evalsets"));
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+        let p = e.path();
+        if p.extension().map(|x| x == "jsonl").unwrap_or(false) {
+            if let Ok(set) = EvalSet::load(&p, &LoadOptions::default()) {
+                out.push(EvalSetEntry { name: set.name.clone(), rows: set.n_criteria(), path: p });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// What the Evaluate page asks for.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    pub eval_set: PathBuf,
+    pub model: Option<PathBuf>,
+    pub mode: Option<String>,
+    pub shots: Option<usize>,
+    pub debias: Option<String>,
+    pub prune_head: Option<bool>,
+    pub limit: Option<usize>,
+}
+
+#[tauri::command]
+pub async fn run_eval(
+    state: State<'_, AppState>,
+    request: RunRequest,
+    on_progress: Channel<Progress>,
+) -> Res<ResultFile> {
+    let set =
+        EvalSet::load(&request.eval_set, &LoadOptions { limit: request.limit, ..Default::default() }).map_err(msg)?;
+    let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
+    let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
+    let t0 = std::time::Instant::now();
+    let engine = state.engine(request.model.as_deref())?;
+    let load_seconds = t0.elapsed().as_secs_f64();
+    let mut config = default_config(mode, request.shots.unwrap_or(0), debias);
+    config.levers.prune_head = request.prune_head.unwrap_or(false);
+    if config.levers.prune_head {
+        return Err("pruning the head needs its own model load; not offered in the app yet".into());
+    }
+    let bench = state.settings().bench_dir;
+    let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let checkpoint = bench.join(default_name(&set.name, &stem, &config)).with_extension("partial.json");
+    let cancel = state.cancel.clone();
+    cancel.store(false, Ordering::SeqCst);
+    let limit = request.limit;
+    let result = tauri::async_runtime::spawn_blocking(move || {
+        let mut progress = |p: Progress| {
+            let _ = on_progress.send(p);
+        };
+        let mut control = Control { progress: &mut progress, stop: &cancel, checkpoint: None };
+        let input = RunInput {
+            engine: &engine,
+            eval_set: &set,
+            config,
+            model_load_seconds: load_seconds,
+            resume: None,
+            limit,
+            family: None,
+        };
+        readout::run::run(input, &mut control).map_err(msg)
+    })
+    .await
+    .map_err(msg)??;
+    if result.status == Status::Partial {
+        // A cancelled run keeps what it finished, in a valid partial file.
+        let _ = result.write(&checkpoint);
+    }
+    if let Ok(mut last) = state.last_result.lock() {
+        *last = Some(result.clone());
+    }
+    Ok(result)
+}
+
+#[tauri::command]
+pub fn cancel_run(state: State<'_, AppState>) {
+    state.cancel.store(true, Ordering::SeqCst);
+}
+
+/// Save the last evaluation's result file (the CLI's format) into the bench folder, or to `path`.
+#[tauri::command]
+pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<PathBuf> {
+    let last =
+        state.last_result.lock().map_err(msg)?.clone().ok_or("there is no result to save; run an evaluation first")?;
+    let target = match path {
+        Some(p) => p,
+        None => {
+            let stem =
+                Path::new(&last.model.file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            state.settings().bench_dir.join(default_name(&last.eval_set.name, &stem, &last.config))
+        }
+    };
+    if target.exists() {
+        return Err(format!("{} exists; choose another name", target.display()));
+    }
+    last.write(&target).map_err(msg)?;
+    Ok(target)
+}
+
+/// One row of the Results table.
+#[derive(Debug, Serialize)]
+pub struct ResultEntry {
+    pub file: PathBuf,
+    pub mode: String,
+    pub shots: usize,
+    pub debias: String,
+    pub mean_family_balanced_accuracy: Option<f64>,
+    pub order_unstable: Option<usize>,
+    pub seconds: f64,
+    pub rows: usize,
+    pub status: Status,
+}
+
+#[tauri::command]
+pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec<ResultEntry>> {
+    let dir = dir.unwrap_or_else(|| state.settings().bench_dir);
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+        let p = e.path();
+        let is_result = p.extension().map(|x| x == "json").unwrap_or(false)
+            && std::fs::read_to_string(&p).map(|t| t.contains("\"readout.result\"")).unwrap_or(false);
+        if !is_result {
+            continue;
+        }
+        let r = ResultFile::load(&p).map_err(msg)?;
+        out.push(ResultEntry {
+            mode: r.config.mode.as_str().into(),
+            shots: r.config.shots,
+            debias: r.config.debias.as_str().into(),
+            mean_family_balanced_accuracy: r.metrics.as_ref().map(|m| m.mean_family_balanced_accuracy),
+            order_unstable: r.metrics.as_ref().and_then(|m| m.overall.order_unstable),
+            seconds: r.timing.wall_seconds,
+            rows: r.rows.len(),
+            status: r.status,
+            file: p,
+        });
+    }
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    Ok(out)
+}
+
+#[tauri::command]
+pub fn load_result(file: PathBuf) -> Res<ResultFile> {
+    ResultFile::load(&file).map_err(msg)
+}
+
+#[tauri::command]
+pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
+    let ra = ResultFile::load(&a).map_err(msg)?;
+    let rb = ResultFile::load(&b).map_err(msg)?;
+    if ra.eval_set.sha256 != rb.eval_set.sha256 {
+        return Err(format!(
+            "{} and {} scored different eval sets; compare runs of one eval set",
+            a.display(),
+            b.display()
+        ));
+    }
+    Ok(readout::metrics::compare(&ra.scored_rows(), &rb.scored_rows()))
+}
+
+/// A model the app knows.
+#[derive(Debug, Serialize)]
+pub struct ModelEntry {
+    pub path: PathBuf,
+    pub available: bool,
+    pub info: Option<readout::engine::ModelInfo>,
+    pub error: Option<String>,
+}
+
+#[tauri::command]
+pub fn list_models(state: State<'_, AppState>) -> Vec<ModelEntry> {
+    let s = state.settings();
+    let mut paths = vec![s.default_model.clone().unwrap_or_else(readout::default_model_path)];
+    paths.extend(s.models.iter().cloned());
+    paths.dedup();
+    let held = state.engine.lock().ok().and_then(|h| h.as_ref().map(|(p, e)| (p.clone(), e.info().clone())));
+    paths
+        .into_iter()
+        .map(|p| {
+            let info = held.as_ref().filter(|(hp, _)| *hp == p).map(|(_, i)| i.clone());
+            ModelEntry {
+                available: p.exists(),
+                error: (!p.exists()).then(|| format!("{} does not exist", p.display())),
+                info,
+                path: p,
+            }
+        })
+        .collect()
+}
+
+#[tauri::command]
+pub fn add_model(state: State<'_, AppState>, path: PathBuf) -> Res<readout::engine::ModelInfo> {
+    let engine = state.engine(Some(&path))?;
+    let mut s = state.settings();
+    if !s.models.contains(&path) {
+        s.models.push(path);
+        state.save_settings(s)?;
+    }
+    Ok(engine.info().clone())
+}
+
+/// Settings as the UI shows them, with the device in use (read-only).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsView {
+    #[serde(flatten)]
+    pub settings: Settings,
+    pub device_in_use: Option<String>,
+}
+
+#[tauri::command]
+pub fn get_settings(state: State<'_, AppState>) -> SettingsView {
+    let device_in_use = state.engine.lock().ok().and_then(|h| h.as_ref().map(|(_, e)| e.info().device.clone()));
+    SettingsView { settings: state.settings(), device_in_use }
+}
+
+/// A native file dialog; `None` when the user cancels. Only paths chosen here are handed back.
+#[tauri::command]
+pub async fn pick_file<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    kind: String,
+    default_name: Option<String>,
+) -> Res<Option<PathBuf>> {
+    use tauri_plugin_dialog::DialogExt;
+    let d = app.dialog().file();
+    let d = match kind.as_str() {
+        "rubric" | "rubric_save" => d.add_filter("Rubric", &["json"]),
+        "evalset" => d.add_filter("Eval set", &["jsonl"]),
+        "result_save" => d.add_filter("Result file", &["json"]),
+        "model_gguf" => d.add_filter("GGUF model", &["gguf"]),
+        "export_csv" => d.add_filter("CSV", &["csv"]),
+        "export_json" => d.add_filter("JSON", &["json"]),
+        _ => d,
+    };
+    let d = match default_name {
+        Some(n) => d.set_file_name(n),
+        None => d,
+    };
+    let picked = match kind.as_str() {
+        "rubric_save" | "result_save" | "export_csv" | "export_json" => d.blocking_save_file(),
+        "results_dir" | "model_dir" => d.blocking_pick_folder(),
+        _ => d.blocking_pick_file(),
+    };
+    Ok(picked.and_then(|p| p.into_path().ok()))
+}
+
+/// Write an export (CSV or JSON of answers) to a path the user picked.
+#[tauri::command]
+pub fn write_text_file(path: PathBuf, contents: String) -> Res<()> {
+    std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[tauri::command]
+pub fn set_settings(state: State<'_, AppState>, settings: Settings) -> Res<()> {
+    if settings.device.parse::<readout::device::DeviceRequest>().is_err() {
+        return Err(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device));
+    }
+    state.save_settings(settings)
+}

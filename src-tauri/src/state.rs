@@ -1,0 +1,103 @@
+//! What the app keeps between commands: settings (persisted as JSON), the loaded model, the
+//! cancel flag of the running evaluation and its last result.
+
+use readout::device::DeviceRequest;
+use readout::engine::{Engine, LoadOptions, MatmulPath};
+use readout::results::ResultFile;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// Settings that persist between launches.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Settings {
+    /// Where result files are saved and listed.
+    pub bench_dir: PathBuf,
+    /// The model used when a command names none.
+    pub default_model: Option<PathBuf>,
+    /// auto, cpu, cuda or metal.
+    pub device: String,
+    /// CPU threads; all cores when unset.
+    pub threads: Option<usize>,
+    /// Models added through the dialog.
+    pub models: Vec<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            bench_dir: PathBuf::from("bench/results"),
+            default_model: None,
+            device: "auto".into(),
+            threads: None,
+            models: vec![],
+        }
+    }
+}
+
+/// The app's state, shared by every command.
+pub struct AppState {
+    pub settings_path: PathBuf,
+    pub settings: Mutex<Settings>,
+    pub engine: Mutex<Option<(PathBuf, Arc<Engine>)>>,
+    pub cancel: Arc<AtomicBool>,
+    pub last_result: Mutex<Option<ResultFile>>,
+}
+
+impl AppState {
+    /// Read the settings file, or start from the defaults.
+    pub fn new(settings_path: PathBuf) -> Self {
+        let settings = std::fs::read_to_string(&settings_path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        AppState {
+            settings_path,
+            settings: Mutex::new(settings),
+            engine: Mutex::new(None),
+            cancel: Arc::new(AtomicBool::new(false)),
+            last_result: Mutex::new(None),
+        }
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.settings.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Replace and persist the settings.
+    pub fn save_settings(&self, s: Settings) -> Result<(), String> {
+        if let Some(dir) = self.settings_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+        std::fs::write(&self.settings_path, text).map_err(|e| format!("{}: {e}", self.settings_path.display()))?;
+        if let Ok(mut cur) = self.settings.lock() {
+            *cur = s;
+        }
+        Ok(())
+    }
+
+    /// The engine for `model` (or the default model), loading it when it is not the one held.
+    pub fn engine(&self, model: Option<&Path>) -> Result<Arc<Engine>, String> {
+        let settings = self.settings();
+        let path =
+            model.map(Path::to_path_buf).or(settings.default_model.clone()).unwrap_or_else(readout::default_model_path);
+        let mut held = self.engine.lock().map_err(|_| "the model lock was poisoned; restart the app".to_string())?;
+        if let Some((p, e)) = held.as_ref() {
+            if *p == path {
+                return Ok(e.clone());
+            }
+        }
+        if let Some(n) = settings.threads {
+            std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        }
+        let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
+        let engine =
+            Engine::load(&path, &LoadOptions { device, matmul: MatmulPath::Dense }).map_err(|e| e.to_string())?;
+        let engine = Arc::new(engine);
+        *held = Some((path, engine.clone()));
+        Ok(engine)
+    }
+}

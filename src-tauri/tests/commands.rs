@@ -1,0 +1,169 @@
+//! Every command through Tauri's mock runtime, on the real library and a tiny random-weights
+//! model written by the test: what the web UI gets back, errors included.
+
+use readout::engine::synthetic::{tiny_config, write_gguf};
+use readout::engine::Architecture;
+use readout_app_lib::state::{AppState, Settings};
+use serde_json::{json, Value};
+use tauri::test::{get_ipc_response, mock_builder, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+struct App {
+    _dir: tempfile::TempDir,
+    _app: tauri::App<tauri::test::MockRuntime>,
+    webview: WebviewWindow<tauri::test::MockRuntime>,
+    bench: std::path::PathBuf,
+}
+
+fn app() -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    write_gguf(&model, &tiny_config(Architecture::Llama), 3, candle_core_dtype()).unwrap();
+    let bench = dir.path().join("bench").join("results");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::create_dir_all(dir.path().join("bench/evalsets")).unwrap();
+    let set = std::fs::read_to_string(repo().join("bench/evalsets/authored144.jsonl")).unwrap();
+    let first: Vec<&str> = set.lines().take(12).collect();
+    std::fs::write(dir.path().join("bench/evalsets/small.jsonl"), first.join("\n")).unwrap();
+    let state = AppState::new(dir.path().join("settings.json"));
+    state
+        .save_settings(Settings {
+            bench_dir: bench.clone(),
+            default_model: Some(model),
+            device: "cpu".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let app = mock_builder()
+        .manage(state)
+        .invoke_handler(readout_app_lib::commands::handler())
+        .build(tauri::generate_context!("tauri.conf.json"))
+        .unwrap();
+    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    App { _dir: dir, _app: app, webview, bench }
+}
+
+fn candle_core_dtype() -> candle_core::quantized::GgmlDType {
+    candle_core::quantized::GgmlDType::F32
+}
+
+fn call(app: &App, cmd: &str, body: Value) -> Result<Value, Value> {
+    get_ipc_response(
+        &app.webview,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: tauri::ipc::CallbackFn(0),
+            error: tauri::ipc::CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: tauri::ipc::InvokeBody::Json(body),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|b| b.deserialize::<Value>().unwrap())
+}
+
+fn rubric() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(repo().join("examples/support-ticket.rubric.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn score_texts_returns_probabilities_per_criterion() {
+    let app = app();
+    let out =
+        call(&app, "score_texts", json!({"rubric": rubric(), "texts": [{"text": "Refund me."}], "debias": "cyclic"}))
+            .unwrap();
+    let criteria = out[0]["criteria"].as_array().unwrap();
+    assert_eq!(criteria.len(), 3);
+    let sum: f64 = criteria[0]["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-9);
+    assert!(criteria[0]["order_unstable"].is_boolean());
+    // Errors come back as the library's message.
+    let err = call(&app, "score_texts", json!({"rubric": {"questions": {}}, "texts": [{"text": "x"}]})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("questions"), "{err}");
+    let err = call(&app, "score_texts", json!({"rubric": rubric(), "texts": [{"text": "  "}]})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("no text"), "{err}");
+}
+
+#[test]
+fn rubrics_round_trip_and_bad_ones_are_refused() {
+    let app = app();
+    let p = app.bench.join("r.json");
+    call(&app, "save_rubric", json!({"path": p, "rubric": rubric()})).unwrap();
+    let back = call(&app, "load_rubric", json!({"path": p})).unwrap();
+    assert_eq!(back, rubric());
+    let err = call(&app, "save_rubric", json!({"path": p, "rubric": {"questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "one"}}}}})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("questions.q.criteria"), "{err}");
+}
+
+#[test]
+fn evaluate_save_list_load_and_compare() {
+    let app = app();
+    let sets = call(&app, "list_eval_sets", json!({})).unwrap();
+    assert_eq!(sets[0]["name"], "small");
+    let path = sets[0]["path"].clone();
+    let a = call(
+        &app,
+        "run_eval",
+        json!({"request": {"evalSet": path, "debias": "cyclic"}, "onProgress": "__CHANNEL__:7"}),
+    )
+    .unwrap();
+    assert_eq!(a["status"], "complete");
+    assert_eq!(a["rows"].as_array().unwrap().len(), 12);
+    let saved = call(&app, "save_result", json!({})).unwrap();
+    assert!(std::path::Path::new(saved.as_str().unwrap()).exists());
+    // Saving twice never overwrites.
+    assert!(call(&app, "save_result", json!({})).is_err());
+    call(&app, "run_eval", json!({"request": {"evalSet": path}, "onProgress": "__CHANNEL__:8"})).unwrap();
+    let second = app.bench.join("second.json");
+    call(&app, "save_result", json!({"path": second})).unwrap();
+    let list = call(&app, "list_results", json!({})).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let loaded = call(&app, "load_result", json!({"file": saved})).unwrap();
+    assert_eq!(loaded["schema"], "readout.result");
+    let cmp = call(&app, "compare_results", json!({"a": saved, "b": second})).unwrap();
+    assert_eq!(cmp["paired"], 12);
+    assert!(cmp["p_value"].as_f64().unwrap() <= 1.0);
+    // A bad eval set names its line.
+    let bad = app.bench.join("bad.jsonl");
+    std::fs::write(&bad, "{\"id\": 1}\n").unwrap();
+    let err = call(&app, "run_eval", json!({"request": {"evalSet": bad}, "onProgress": "__CHANNEL__:9"})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("bad.jsonl:1"), "{err}");
+}
+
+#[test]
+fn a_cancel_before_a_run_does_not_stop_the_next_one() {
+    let app = app();
+    call(&app, "cancel_run", json!({})).unwrap();
+    // The flag is reset when a run starts, so a fresh run completes.
+    let sets = call(&app, "list_eval_sets", json!({})).unwrap();
+    let r = call(&app, "run_eval", json!({"request": {"evalSet": sets[0]["path"]}, "onProgress": "__CHANNEL__:3"}))
+        .unwrap();
+    assert_eq!(r["status"], "complete");
+}
+
+#[test]
+fn models_and_settings() {
+    let app = app();
+    let models = call(&app, "list_models", json!({})).unwrap();
+    assert_eq!(models[0]["available"], true);
+    let info = call(&app, "add_model", json!({"path": models[0]["path"]})).unwrap();
+    assert_eq!(info["architecture"], "llama");
+    let mut s = call(&app, "get_settings", json!({})).unwrap();
+    s["threads"] = json!(1);
+    call(&app, "set_settings", json!({"settings": s})).unwrap();
+    assert_eq!(call(&app, "get_settings", json!({})).unwrap()["threads"], 1);
+    s["device"] = json!("tpu");
+    assert!(call(&app, "set_settings", json!({"settings": s}))
+        .unwrap_err()
+        .as_str()
+        .unwrap()
+        .contains("unknown device"));
+    let missing = call(&app, "add_model", json!({"path": "/nope/model.gguf"})).unwrap_err();
+    assert!(missing.as_str().unwrap().contains("does not exist"), "{missing}");
+}

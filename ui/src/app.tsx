@@ -1,0 +1,106 @@
+// The shell of the page: left navigation, four pages kept alive (a run goes on while you look
+// elsewhere), and the models and settings shared by the pages.
+import { useEffect, useState } from 'preact/hooks';
+import { errorMessage, getSettings, inTauri, listModels, setSettings } from './api';
+import { EvaluatePage } from './pages/Evaluate';
+import { type ModelsState, ModelsPage, type SettingsState } from './pages/Models';
+import { ResultsPage } from './pages/Results';
+import { ScorePage } from './pages/Score';
+import type { Settings } from './types';
+
+const PAGES = [
+  { id: 'score', label: 'Score', hint: 'Answer questions about texts' },
+  { id: 'evaluate', label: 'Evaluate', hint: 'Measure a model on an eval set' },
+  { id: 'results', label: 'Results', hint: 'Saved runs, compared' },
+  { id: 'models', label: 'Models', hint: 'Models, device, costs' },
+] as const;
+type PageId = (typeof PAGES)[number]['id'];
+
+const pageFromHash = (): PageId => {
+  const h = location.hash.replace(/^#\/?/, '');
+  return (PAGES.find((p) => p.id === h)?.id ?? 'score') as PageId;
+};
+
+export function App() {
+  const [page, setPage] = useState<PageId>(pageFromHash());
+  const [models, setModels] = useState<ModelsState>({ status: 'loading' });
+  const [settings, setSettingsState] = useState<SettingsState>({ status: 'loading' });
+  const [resultsRefresh, setResultsRefresh] = useState(0);
+
+  useEffect(() => {
+    const onHash = () => setPage(pageFromHash());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  async function reloadModels() {
+    setModels({ status: 'loading' });
+    try {
+      setModels({ status: 'ready', list: await listModels() });
+    } catch (e) {
+      setModels({ status: 'error', message: errorMessage(e) });
+    }
+  }
+  async function reloadSettings() {
+    setSettingsState({ status: 'loading' });
+    try {
+      setSettingsState({ status: 'ready', settings: await getSettings() });
+    } catch (e) {
+      setSettingsState({ status: 'error', message: errorMessage(e) });
+    }
+  }
+  async function applySettings(s: Settings) {
+    const next = await setSettings(s);
+    setSettingsState({ status: 'ready', settings: next });
+  }
+  useEffect(() => {
+    void reloadModels();
+    void reloadSettings();
+  }, []);
+
+  const modelList = models.status === 'ready' ? models.list : [];
+  const s = settings.status === 'ready' ? settings.settings : undefined;
+
+  return (
+    <div class="app">
+      <nav class="nav" aria-label="Pages">
+        <div class="nav-inner">
+        <div class="brand">
+          <span class="logo" aria-hidden="true">
+            R
+          </span>
+          Readout
+        </div>
+        <ul>
+          {PAGES.map((p) => (
+            <li key={p.id}>
+              <a href={`#/${p.id}`} class={page === p.id ? 'active' : ''} aria-current={page === p.id ? 'page' : undefined} data-nav={p.id}>
+                <span class="nav-label">{p.label}</span>
+                <span class="nav-hint">{p.hint}</span>
+              </a>
+            </li>
+          ))}
+        </ul>
+        <div class="nav-foot muted small">
+          {s?.deviceInUse && <div>Device: {s.deviceInUse}</div>}
+          {!inTauri() && <div class="demo" title="Running in a browser: the answers come from a stand-in backend, not a model.">Demo data (browser)</div>}
+        </div>
+        </div>
+      </nav>
+      <main class="main">
+        <div hidden={page !== 'score'}>
+          <ScorePage models={modelList} defaultModel={s?.defaultModel} />
+        </div>
+        <div hidden={page !== 'evaluate'}>
+          <EvaluatePage models={modelList} defaultModel={s?.defaultModel} onSaved={() => setResultsRefresh((n) => n + 1)} />
+        </div>
+        <div hidden={page !== 'results'}>
+          <ResultsPage benchDir={s?.benchDir} refresh={resultsRefresh} active={page === 'results'} />
+        </div>
+        <div hidden={page !== 'models'}>
+          <ModelsPage models={models} settings={settings} reloadModels={reloadModels} reloadSettings={reloadSettings} applySettings={applySettings} />
+        </div>
+      </main>
+    </div>
+  );
+}

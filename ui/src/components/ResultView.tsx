@@ -1,0 +1,256 @@
+// One result file, shown for people: headline figures, per-family bars, reliability diagram,
+// confusion matrix, the order-unstable rows, and the details.
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { baseName, duration, int, num, pct } from '../lib/format';
+import type { Confusion, ResultFile, ResultRow } from '../types';
+import { FamilyBars, ReliabilityChart } from './charts';
+import { Badge, Card } from './ui';
+
+const DEBIAS_WORDS: Record<string, string> = {
+  none: 'one option order',
+  cyclic: 'every rotation of the options',
+  permutation: 'every order of the options',
+  calibrate: 'rotations with calibration',
+  pride: 'PriDe (letter bias estimated from a sample)',
+};
+
+export const debiasWords = (d: string) => DEBIAS_WORDS[d] ?? d;
+
+function Metric(props: { label: string; value: ComponentChildren; sub?: ComponentChildren; help: string; testid?: string; big?: boolean }) {
+  return (
+    <div class={`metric ${props.big ? 'metric-big' : ''}`} title={props.help} data-testid={props.testid}>
+      <div class="metric-label">{props.label}</div>
+      <div class="metric-value">{props.value}</div>
+      {props.sub && <div class="metric-sub">{props.sub}</div>}
+    </div>
+  );
+}
+
+/** The option an ordering picked: argmax of its letter probabilities, mapped back through its order. */
+function orderingPick(row: ResultRow, k: number): string {
+  const o = row.orderings[k];
+  if (!o.letter_probs.length) return '—';
+  let best = 0;
+  o.letter_probs.forEach((p, i) => {
+    if (p > o.letter_probs[best]) best = i;
+  });
+  return row.option_ids[o.order[best]] ?? '?';
+}
+
+function ConfusionTable(props: { confusion: Confusion }) {
+  const { labels, counts } = props.confusion;
+  const cols = counts[0]?.length ?? labels.length;
+  const colLabels = cols > labels.length ? [...labels, 'invalid'] : labels;
+  const max = Math.max(1, ...counts.flat());
+  return (
+    <div class="scroll-x">
+      <table class="confusion" data-testid="confusion">
+        <thead>
+          <tr>
+            <th class="corner">
+              right answer ↓ / model said →
+            </th>
+            {colLabels.map((l) => (
+              <th key={l} scope="col">
+                {l}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {counts.map((row, g) => (
+            <tr key={labels[g]}>
+              <th scope="row">{labels[g]}</th>
+              {row.map((c, p) => {
+                const share = c / max;
+                const diag = g === p;
+                return (
+                  <td
+                    key={p}
+                    class={`${diag ? 'diag' : ''} ${share > 0.55 ? 'dark' : ''}`}
+                    style={{ backgroundColor: c === 0 ? 'transparent' : `rgba(${diag ? '47,111,223' : '224,123,57'},${0.12 + 0.78 * share})` }}
+                  >
+                    {c === 0 ? '·' : c}
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function UnstableRows(props: { rows: ResultRow[] }) {
+  const [all, setAll] = useState(false);
+  const rows = props.rows.filter((r) => r.order_unstable);
+  const shown = all ? rows : rows.slice(0, 12);
+  if (rows.length === 0) return <p class="muted">No row changed its answer with the option order.</p>;
+  return (
+    <>
+      <div class="scroll-x">
+        <table class="table compact" data-testid="unstable-rows">
+          <thead>
+            <tr>
+              <th>row</th>
+              <th>family</th>
+              <th>right answer</th>
+              <th>combined answer</th>
+              <th>answer in each option order</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((r) => (
+              <tr key={r.id}>
+                <td class="mono">{r.id}</td>
+                <td>{r.family.replace(/_/g, ' ')}</td>
+                <td>{r.gold_id}</td>
+                <td class={r.correct ? 'good' : 'bad'}>{r.predicted_id ?? 'invalid'}</td>
+                <td class="picks">{r.orderings.map((_, k) => orderingPick(r, k)).join(' · ')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {rows.length > shown.length && (
+        <button type="button" class="link" onClick={() => setAll(true)}>
+          Show all {rows.length} rows
+        </button>
+      )}
+    </>
+  );
+}
+
+export function ResultView(props: { result: ResultFile; file?: string; actions?: ComponentChildren }) {
+  const r = props.result;
+  const m = r.metrics;
+  const checked = m?.overall.order_unstable !== null && m?.overall.order_unstable !== undefined;
+  return (
+    <div class="result" data-testid="result-view" data-status={r.status}>
+      <Card
+        title={
+          <>
+            {r.status === 'partial' ? 'Partial result' : 'Result'}{' '}
+            {r.status === 'partial' ? (
+              <Badge kind="partial" title="The run was stopped before every row was scored">
+                stopped early
+              </Badge>
+            ) : (
+              <Badge kind="ok">complete</Badge>
+            )}
+          </>
+        }
+        actions={props.actions}
+      >
+        {r.status === 'partial' && (
+          <p class="notice notice-warn" data-testid="partial-note">
+            The run was stopped after {r.rows.length} of {r.eval_set.rows} rows. The figures below are for those rows only.
+          </p>
+        )}
+        <p class="summary-line">
+          <strong>{r.model.name}</strong> ({r.model.quantisation}) on <strong>{r.eval_set.name}</strong> · {r.config.mode === 'readout' ? 'reading the answer letters' : 'generating an answer'} ·{' '}
+          {r.config.shots} worked example{r.config.shots === 1 ? '' : 's'} · {debiasWords(r.config.debias)}
+          {r.config.levers.prune_head ? ' · output layer pruned to the letters' : ''}
+        </p>
+        {props.file && <p class="muted mono small">{props.file}</p>}
+
+        {!m ? (
+          <p class="muted">No figures: the run stopped before any row was scored.</p>
+        ) : (
+          <div class="metrics" data-testid="metrics">
+            <Metric
+              big
+              testid="metric-mfba"
+              label="Mean family balanced accuracy"
+              value={pct(m.mean_family_balanced_accuracy)}
+              sub={`${Math.round(m.bootstrap.level * 100)}% interval ${pct(m.bootstrap.lo)} – ${pct(m.bootstrap.hi)}`}
+              help="Per family: the average, over the right answers that occur, of how often the model found them. Then the mean over families. The interval comes from resampling the groups."
+            />
+            <Metric label="Accuracy" value={pct(m.overall.accuracy)} sub={`${int(m.overall.rows)} rows`} help="Share of rows answered right." testid="metric-accuracy" />
+            <Metric
+              testid="metric-unstable"
+              label="Order-unstable rows"
+              value={checked ? `${m.overall.order_unstable} of ${m.overall.rows}` : 'not checked'}
+              sub={checked ? `${pct(m.overall.order_consistency)} keep their answer` : 'only one option order was scored'}
+              help="Rows whose answer changed when the options were shown in another order."
+            />
+            <Metric label="ECE" value={num(m.overall.ece)} sub="calibration error (lower is better)" help="Expected calibration error: the gap between confidence and share right, over 10 bins." />
+            <Metric label="Brier" value={num(m.overall.brier)} sub="lower is better" help="Squared error of the probabilities, summed over options, averaged over rows." />
+            <Metric label="NLL" value={num(m.overall.nll)} sub="lower is better" help="Negative log-probability of the right answer, averaged over rows." />
+            <Metric
+              label="Invalid answers"
+              value={String(m.overall.invalid)}
+              sub={r.config.mode === 'generate' ? 'replies with no valid letter' : 'readout cannot give one'}
+              help="Generated replies with no valid option letter; counted as wrong."
+            />
+            <Metric
+              label="Time"
+              value={duration(r.timing.wall_seconds)}
+              sub={`${r.timing.rows_per_second.toFixed(2)} rows/s · model load ${duration(r.timing.model_load_seconds)}`}
+              help="MEASURED: wall-clock time of the whole run, from the result file."
+            />
+          </div>
+        )}
+      </Card>
+
+      {m && (
+        <>
+          <div class="grid-2">
+            <Card title="Balanced accuracy per family">
+              <FamilyBars families={m.families} mean={m.mean_family_balanced_accuracy} />
+            </Card>
+            <Card title="Is the confidence right? (reliability)">
+              <ReliabilityChart bins={m.overall.reliability} />
+            </Card>
+          </div>
+          <Card title="Answers against the right answers (confusion matrix)">
+            <ConfusionTable confusion={m.overall.confusion} />
+          </Card>
+          <Card title={`Order-unstable rows${checked ? ` (${m.overall.order_unstable})` : ''}`} testid="unstable-card">
+            {checked ? (
+              <UnstableRows rows={r.rows} />
+            ) : (
+              <p class="muted">Not checked: this run scored one option order. Choose “every rotation” to check.</p>
+            )}
+          </Card>
+        </>
+      )}
+
+      <details class="card details">
+        <summary>Details of this run</summary>
+        <dl class="kv">
+          <dt>Created</dt>
+          <dd>{r.created}</dd>
+          <dt>Program</dt>
+          <dd>
+            {r.program.name} {r.program.version}, prompt {r.config.prompt_version}
+          </dd>
+          <dt>Machine</dt>
+          <dd>
+            {r.machine.os} {r.machine.arch}, {r.machine.cpus} CPUs, {r.machine.device}
+          </dd>
+          <dt>Model file</dt>
+          <dd class="mono">
+            {baseName(r.model.file)} · {r.model.architecture} · {int(r.model.parameters)} parameters
+          </dd>
+          <dt>Eval set</dt>
+          <dd class="mono">
+            {r.eval_set.path} · {r.eval_set.rows} rows{r.eval_set.skipped.length ? ` · ${r.eval_set.skipped.length} bad lines skipped` : ''}
+          </dd>
+          <dt>Prompts</dt>
+          <dd>
+            {int(r.plan.prompts)} prompts, {int(r.plan.prompt_tokens)} tokens, {int(r.plan.computed_tokens)} computed (shared prefixes once)
+          </dd>
+          <dt>Speed levers</dt>
+          <dd>
+            {Object.entries(r.config.levers)
+              .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${String(v)}`)
+              .join(' · ')}
+          </dd>
+        </dl>
+      </details>
+    </div>
+  );
+}

@@ -1,0 +1,254 @@
+// Evaluate: run a labelled eval set through a model under one configuration.
+import { useEffect, useState } from 'preact/hooks';
+import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult } from '../api';
+import { ResultView } from '../components/ResultView';
+import { Card, Empty, ErrorBox, Notice } from '../components/ui';
+import { baseName, duration } from '../lib/format';
+import type { Debias, EvalSetInfo, Mode, ModelInfo, Progress, ResultFile } from '../types';
+
+type Run =
+  | { status: 'idle' }
+  | { status: 'running'; progress: Progress | null; cancelling: boolean }
+  | { status: 'done'; result: ResultFile }
+  | { status: 'error'; message: string };
+
+const DEBIAS: { id: Debias; label: string; help: string }[] = [
+  { id: 'none', label: 'One order (fastest, not checked)', help: 'Options in the order written; order-unstable rows are not checked.' },
+  { id: 'cyclic', label: 'Every rotation (recommended)', help: 'Each rotation of the options is scored and the answers averaged by option.' },
+  { id: 'permutation', label: 'Every order (slow)', help: 'All orders of the options (up to 6 options).' },
+  { id: 'calibrate', label: 'Rotations with calibration', help: 'Divides out what the model says for an empty text, in each rotation.' },
+  { id: 'pride', label: 'PriDe (estimate the letter bias)', help: "Estimates the model's taste for each letter from a 5% sample, then corrects the rest." },
+];
+
+export function ProgressBar(props: { progress: Progress | null }) {
+  const p = props.progress;
+  const share = p && p.total > 0 ? p.done / p.total : 0;
+  const rate = p && p.elapsed_seconds > 0 ? p.done / p.elapsed_seconds : 0;
+  const eta = p && rate > 0 ? (p.total - p.done) / rate : NaN;
+  return (
+    <div class="progress-wrap" data-testid="progress">
+      <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={p?.total ?? 0} aria-valuenow={p?.done ?? 0} aria-label="Rows done">
+        <div class="progress-fill" style={{ width: `${(share * 100).toFixed(1)}%` }} />
+      </div>
+      <div class="progress-text">
+        {!p || p.done === 0 ? (
+          <span>Loading the model and planning the prompts…</span>
+        ) : (
+          <>
+            <strong data-testid="rows-done">
+              {p.done} of {p.total} rows
+            </strong>
+            <span>{Math.round(share * 100)}%</span>
+            <span>{rate.toFixed(1)} rows/s</span>
+            <span>{p.done >= p.total ? 'finishing…' : `about ${duration(eta)} left`}</span>
+          </>
+        )}
+      </div>
+    </div>
+  );
+}
+
+export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string; onSaved: () => void }) {
+  const [sets, setSets] = useState<{ status: 'loading' | 'ready' | 'error'; list: EvalSetInfo[]; error?: string }>({ status: 'loading', list: [] });
+  const [extra, setExtra] = useState<string[]>([]);
+  const [evalSet, setEvalSet] = useState('');
+  const [model, setModel] = useState('');
+  const [mode, setMode] = useState<Mode>('readout');
+  const [shots, setShots] = useState(3);
+  const [debias, setDebias] = useState<Debias>('cyclic');
+  const [pruneHead, setPruneHead] = useState(false);
+  const [run, setRun] = useState<Run>({ status: 'idle' });
+  const [saveNote, setSaveNote] = useState<string | null>(null);
+  const [saveError, setSaveError] = useState<string | null>(null);
+
+  async function loadSets() {
+    setSets({ status: 'loading', list: [] });
+    try {
+      const list = await listEvalSets();
+      setSets({ status: 'ready', list });
+      setEvalSet((cur) => cur || list[0]?.path || '');
+    } catch (e) {
+      setSets({ status: 'error', list: [], error: errorMessage(e) });
+    }
+  }
+  useEffect(() => {
+    void loadSets();
+  }, []);
+
+  async function openSet() {
+    try {
+      const path = await pickFile('evalset');
+      if (!path) return;
+      setExtra((x) => (x.includes(path) ? x : [...x, path]));
+      setEvalSet(path);
+    } catch (e) {
+      setRun({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function start() {
+    if (!evalSet) return;
+    setSaveNote(null);
+    setSaveError(null);
+    setRun({ status: 'running', progress: null, cancelling: false });
+    try {
+      const result = await runEval(
+        { evalSet, model: model || undefined, mode, shots, debias, pruneHead },
+        (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
+      );
+      setRun({ status: 'done', result });
+    } catch (e) {
+      setRun({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function cancel() {
+    setRun((r) => (r.status === 'running' ? { ...r, cancelling: true } : r));
+    try {
+      await cancelRun();
+    } catch (e) {
+      setRun({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function save(as: boolean) {
+    if (run.status !== 'done') return;
+    setSaveNote(null);
+    setSaveError(null);
+    try {
+      let path: string | undefined;
+      if (as) {
+        const r = run.result;
+        const name = `${r.eval_set.name}_${baseName(r.model.file).replace(/\.gguf$/i, '').toLowerCase()}_${r.config.mode}_${r.config.shots}shot_${r.config.debias}.json`;
+        const picked = await pickFile('result_save', name);
+        if (!picked) return;
+        path = picked;
+      }
+      const written = await saveResult(path);
+      setSaveNote(`Saved to ${written}`);
+      props.onSaved();
+    } catch (e) {
+      setSaveError(errorMessage(e));
+    }
+  }
+
+  const running = run.status === 'running';
+  const options = [...sets.list.map((s) => ({ path: s.path, label: `${s.name} (${s.rows} rows)` })), ...extra.filter((p) => !sets.list.some((s) => s.path === p)).map((p) => ({ path: p, label: baseName(p) }))];
+
+  return (
+    <div class="page" data-page="evaluate">
+      <header class="page-head">
+        <h1>Evaluate a model</h1>
+        <p class="lead">Run a labelled eval set through a model, measure how often it is right and how steady its answers are, and save the result file.</p>
+      </header>
+
+      <Card title="Set-up" testid="eval-form">
+        {sets.status === 'error' && <ErrorBox title="The eval sets could not be listed" message={sets.error ?? ''} onRetry={loadSets} />}
+        <fieldset class="form-grid wide" disabled={running}>
+          <label for="evalset">Eval set</label>
+          <div class="row">
+            <select id="evalset" value={evalSet} onChange={(e) => setEvalSet(e.currentTarget.value)}>
+              {sets.status === 'loading' && <option value="">Loading…</option>}
+              {options.length === 0 && sets.status !== 'loading' && <option value="">No eval set yet: open a file</option>}
+              {options.map((o) => (
+                <option key={o.path} value={o.path}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
+            <button type="button" class="secondary" onClick={openSet}>
+              Open a file…
+            </button>
+          </div>
+
+          <label for="eval-model">Model</label>
+          <select id="eval-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
+            <option value="">Default model{props.defaultModel ? ` (${props.models.find((m) => m.path === props.defaultModel)?.name ?? props.defaultModel})` : ''}</option>
+            {props.models.map((m) => (
+              <option key={m.path} value={m.path}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+
+          <span class="label">How to read the answer</span>
+          <div class="segmented" role="radiogroup" aria-label="Mode">
+            <label class={mode === 'readout' ? 'on' : ''} title="Read the probabilities of the answer letters (one pass, never malformed).">
+              <input type="radio" name="mode" value="readout" checked={mode === 'readout'} onChange={() => setMode('readout')} />
+              Readout (letter probabilities)
+            </label>
+            <label class={mode === 'generate' ? 'on' : ''} title="Let the model write a short reply and take its first letter; a reply without one is invalid.">
+              <input type="radio" name="mode" value="generate" checked={mode === 'generate'} onChange={() => setMode('generate')} />
+              Generate (model writes a reply)
+            </label>
+          </div>
+
+          <label for="shots">Worked examples (shots)</label>
+          <div class="row">
+            <input id="shots" type="number" min={0} max={8} value={shots} onInput={(e) => setShots(Math.max(0, Math.min(8, Number(e.currentTarget.value) || 0)))} class="narrow" />
+            <span class="muted small">examples shown before each question (0 for none)</span>
+          </div>
+
+          <label for="debias">Option order</label>
+          <div class="row">
+            <select id="debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as Debias)}>
+              {DEBIAS.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.label}
+                </option>
+              ))}
+            </select>
+            <span class="muted small">{DEBIAS.find((d) => d.id === debias)?.help}</span>
+          </div>
+
+          <span class="label">Speed</span>
+          <label class="check">
+            <input type="checkbox" checked={pruneHead} onChange={(e) => setPruneHead(e.currentTarget.checked)} />
+            Prune the output layer to the answer letters <span class="muted">(faster; same answers)</span>
+          </label>
+        </fieldset>
+        <div class="row end">
+          {running ? (
+            <button type="button" class="danger-button" onClick={cancel} disabled={run.cancelling} data-testid="cancel-button">
+              {run.cancelling ? 'Stopping…' : 'Cancel'}
+            </button>
+          ) : (
+            <button type="button" class="primary" onClick={start} disabled={!evalSet} data-testid="run-button">
+              Run
+            </button>
+          )}
+        </div>
+      </Card>
+
+      <section class="results-area" data-testid="eval-results">
+        {run.status === 'idle' && <Empty title="No run yet">Choose an eval set and press Run. A run of authored144 on the default model takes a minute or two on a laptop.</Empty>}
+        {run.status === 'running' && (
+          <Card title={run.cancelling ? 'Stopping after the rows in flight…' : 'Running'} testid="running-card">
+            <ProgressBar progress={run.progress} />
+          </Card>
+        )}
+        {run.status === 'error' && <ErrorBox title="The run could not be done" message={run.message} onRetry={start} />}
+        {run.status === 'done' && (
+          <>
+            {saveNote && <Notice>{saveNote}</Notice>}
+            {saveError && <ErrorBox title="The result file could not be saved" message={saveError} />}
+            <ResultView
+              result={run.result}
+              actions={
+                <>
+                  <button type="button" class="primary" onClick={() => save(false)} data-testid="save-result">
+                    Save to results folder
+                  </button>
+                  <button type="button" class="secondary" onClick={() => save(true)}>
+                    Save as…
+                  </button>
+                </>
+              }
+            />
+          </>
+        )}
+      </section>
+    </div>
+  );
+}
+

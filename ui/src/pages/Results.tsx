@@ -1,0 +1,285 @@
+// Results: the runs in the results folder, one opened, or two compared.
+import { useEffect, useState } from 'preact/hooks';
+import { compareResults, errorMessage, listResults, loadResult, pickFile } from '../api';
+import { CompareBars } from '../components/charts';
+import { debiasWords, ResultView } from '../components/ResultView';
+import { Busy, Card, Empty, ErrorBox } from '../components/ui';
+import { baseName, pct, pValue } from '../lib/format';
+import type { Comparison, ResultFile, ResultSummary } from '../types';
+
+type List = { status: 'loading' } | { status: 'ready'; rows: ResultSummary[] } | { status: 'error'; message: string };
+type View =
+  | { kind: 'none' }
+  | { kind: 'open'; file: string; status: 'loading' }
+  | { kind: 'open'; file: string; status: 'ready'; result: ResultFile }
+  | { kind: 'open'; file: string; status: 'error'; message: string }
+  | { kind: 'compare'; a: string; b: string; status: 'loading' }
+  | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison }
+  | { kind: 'compare'; a: string; b: string; status: 'error'; message: string };
+
+function CompareView(props: { a: string; b: string; c: Comparison; labelA: string; labelB: string }) {
+  const { c } = props;
+  const significant = c.p_value < 0.05;
+  const diff = c.accuracy_b - c.accuracy_a;
+  return (
+    <div class="results-area" data-testid="compare-view">
+      <Card title="Comparison">
+        <dl class="kv">
+          <dt>A</dt>
+          <dd>
+            {props.labelA} <span class="mono muted">{props.a}</span>
+          </dd>
+          <dt>B</dt>
+          <dd>
+            {props.labelB} <span class="mono muted">{props.b}</span>
+          </dd>
+        </dl>
+        <div class="metrics metrics-compare">
+          <div class="metric metric-big" data-testid="p-value">
+            <div class="metric-label">McNemar p-value</div>
+            <div class="metric-value">{pValue(c.p_value)}</div>
+            <div class="metric-sub">
+              {significant ? 'The difference is unlikely to be chance (p < 0.05).' : 'The difference could well be chance (p ≥ 0.05).'}
+            </div>
+          </div>
+          <div class="metric metric-wide">
+            <div class="metric-label">Accuracy A → B</div>
+            <div class="metric-value">
+              {pct(c.accuracy_a)} → {pct(c.accuracy_b)}
+            </div>
+            <div class="metric-sub">
+              {diff >= 0 ? '+' : '−'}
+              {pct(Math.abs(diff))} on {c.paired} paired rows
+            </div>
+          </div>
+          <div class="metric">
+            <div class="metric-label">Only A right</div>
+            <div class="metric-value">{c.only_a_correct}</div>
+            <div class="metric-sub">rows A got right and B wrong</div>
+          </div>
+          <div class="metric">
+            <div class="metric-label">Only B right</div>
+            <div class="metric-value">{c.only_b_correct}</div>
+            <div class="metric-sub">rows B got right and A wrong</div>
+          </div>
+        </div>
+        {c.unpaired_a + c.unpaired_b > 0 && (
+          <p class="notice notice-warn">
+            Rows without a partner: {c.unpaired_a} only in A, {c.unpaired_b} only in B. They are left out of the comparison.
+          </p>
+        )}
+      </Card>
+      <div class="results-area">
+        <Card title="Per family">
+          <div class="scroll-x">
+            <table class="table" data-testid="family-diffs">
+              <thead>
+                <tr>
+                  <th>family</th>
+                  <th class="num">rows</th>
+                  <th class="num">balanced acc. A</th>
+                  <th class="num">balanced acc. B</th>
+                  <th class="num">B − A</th>
+                  <th class="num">accuracy A</th>
+                  <th class="num">accuracy B</th>
+                </tr>
+              </thead>
+              <tbody>
+                {Object.entries(c.families).map(([name, f]) => {
+                  const d = f.balanced_accuracy_b - f.balanced_accuracy_a;
+                  return (
+                    <tr key={name}>
+                      <td>{name.replace(/_/g, ' ')}</td>
+                      <td class="num">{f.rows}</td>
+                      <td class="num">{pct(f.balanced_accuracy_a)}</td>
+                      <td class="num">{pct(f.balanced_accuracy_b)}</td>
+                      <td class={`num ${d > 0 ? 'good' : d < 0 ? 'bad' : ''}`}>
+                        {d >= 0 ? '+' : '−'}
+                        {pct(Math.abs(d))}
+                      </td>
+                      <td class="num">{pct(f.accuracy_a)}</td>
+                      <td class="num">{pct(f.accuracy_b)}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        </Card>
+        <Card title="Balanced accuracy per family">
+          <CompareBars families={c.families} nameA={props.labelA} nameB={props.labelB} />
+        </Card>
+      </div>
+    </div>
+  );
+}
+
+export function ResultsPage(props: { benchDir?: string; refresh: number; active: boolean }) {
+  const [dir, setDir] = useState<string | undefined>(undefined);
+  const [list, setList] = useState<List>({ status: 'loading' });
+  const [selected, setSelected] = useState<string[]>([]);
+  const [view, setView] = useState<View>({ kind: 'none' });
+  const folder = dir ?? props.benchDir;
+
+  async function load() {
+    setList({ status: 'loading' });
+    try {
+      const rows = await listResults(dir);
+      setList({ status: 'ready', rows });
+      setSelected((s) => s.filter((f) => rows.some((r) => r.file === f)));
+    } catch (e) {
+      setList({ status: 'error', message: errorMessage(e) });
+    }
+  }
+  useEffect(() => {
+    if (props.active) void load();
+  }, [dir, props.refresh, props.active]);
+
+  async function chooseFolder() {
+    try {
+      const p = await pickFile('results_dir');
+      if (p) setDir(p);
+    } catch (e) {
+      setList({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function open(file: string) {
+    setView({ kind: 'open', file, status: 'loading' });
+    try {
+      const result = await loadResult(file);
+      setView({ kind: 'open', file, status: 'ready', result });
+    } catch (e) {
+      setView({ kind: 'open', file, status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function compare() {
+    if (selected.length !== 2) return;
+    const [a, b] = selected;
+    setView({ kind: 'compare', a, b, status: 'loading' });
+    try {
+      const comparison = await compareResults(a, b);
+      setView({ kind: 'compare', a, b, status: 'ready', comparison });
+    } catch (e) {
+      setView({ kind: 'compare', a, b, status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  const runLabel = (file: string) => {
+    const r = list.status === 'ready' ? list.rows.find((x) => x.file === file) : undefined;
+    return r ? `${r.mode}, ${r.shots} shot${r.shots === 1 ? '' : 's'}, ${r.debias}` : baseName(file);
+  };
+
+  const toggle = (file: string) =>
+    setSelected((s) => (s.includes(file) ? s.filter((f) => f !== file) : [...s, file].slice(-2)));
+
+  return (
+    <div class="page" data-page="results">
+      <header class="page-head">
+        <h1>Results</h1>
+        <p class="lead">Every run saved in the results folder. Open one to see its figures, or tick two to compare them.</p>
+      </header>
+      <Card
+        title="Runs"
+        testid="runs-card"
+        actions={
+          <>
+            <span class="muted small mono" title="Results folder">
+              {folder ?? 'results folder'}
+            </span>
+            <button type="button" class="secondary" onClick={chooseFolder}>
+              Choose folder…
+            </button>
+            <button type="button" class="secondary" onClick={() => void load()}>
+              Refresh
+            </button>
+          </>
+        }
+      >
+        {list.status === 'loading' && <Busy label="Reading the result files…" />}
+        {list.status === 'error' && <ErrorBox title="The results folder could not be read" message={list.message} onRetry={() => void load()} />}
+        {list.status === 'ready' && list.rows.length === 0 && (
+          <Empty title="No result files in this folder yet">Run an evaluation and save it, or choose the folder where your result files are.</Empty>
+        )}
+        {list.status === 'ready' && list.rows.length > 0 && (
+          <>
+            <div class="scroll-x">
+              <table class="table runs" data-testid="runs-table">
+                <thead>
+                  <tr>
+                    <th title="Tick two runs to compare them">compare</th>
+                    <th />
+                    <th>mode</th>
+                    <th class="num">shots</th>
+                    <th>option order</th>
+                    <th class="num" title="Mean over families of balanced accuracy">mean family bal. acc.</th>
+                    <th class="num">order-unstable rows</th>
+                    <th class="num">seconds</th>
+                    <th class="num">rows</th>
+                    <th>file</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.rows.map((r) => (
+                    <tr key={r.file} class={selected.includes(r.file) ? 'selected' : ''}>
+                      <td>
+                        <input type="checkbox" aria-label={`Compare ${baseName(r.file)}`} checked={selected.includes(r.file)} onChange={() => toggle(r.file)} />
+                        {selected.includes(r.file) && <span class="ab">{selected.indexOf(r.file) === 0 ? 'A' : 'B'}</span>}
+                      </td>
+                      <td>
+                        <button type="button" class="link" onClick={() => open(r.file)} data-testid="open-run">
+                          Open
+                        </button>
+                      </td>
+                      <td>{r.mode}</td>
+                      <td class="num">{r.shots}</td>
+                      <td title={debiasWords(r.debias)}>{r.debias}</td>
+                      <td class="num">{pct(r.mean_family_balanced_accuracy)}</td>
+                      <td class="num">{r.order_unstable === null ? <span class="muted">not checked</span> : r.order_unstable}</td>
+                      <td class="num">{r.seconds.toFixed(1)}</td>
+                      <td class="num">
+                        {r.rows}
+                        {r.status === 'partial' && <span class="badge badge-partial"> partial</span>}
+                      </td>
+                      <td class="mono small">
+                        <span class="file-cell" title={r.file}>
+                          {baseName(r.file)}
+                        </span>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <div class="row end">
+              <span class="muted small">{selected.length === 2 ? 'A and B chosen.' : `Tick ${2 - selected.length} more run${selected.length === 1 ? '' : 's'} to compare.`}</span>
+              <button type="button" class="primary" disabled={selected.length !== 2} onClick={compare} data-testid="compare-button">
+                Compare A and B
+              </button>
+            </div>
+          </>
+        )}
+      </Card>
+
+      <section class="results-area" data-testid="results-view">
+        {view.kind === 'open' && view.status === 'loading' && <Busy label={`Opening ${baseName(view.file)}…`} />}
+        {view.kind === 'open' && view.status === 'error' && <ErrorBox title="The result file could not be opened" message={view.message} onRetry={() => open(view.file)} />}
+        {view.kind === 'open' && view.status === 'ready' && (
+          <ResultView
+            result={view.result}
+            file={view.file}
+            actions={
+              <button type="button" class="secondary" onClick={() => setView({ kind: 'none' })}>
+                Close
+              </button>
+            }
+          />
+        )}
+        {view.kind === 'compare' && view.status === 'loading' && <Busy label="Comparing the two runs row by row…" />}
+        {view.kind === 'compare' && view.status === 'error' && <ErrorBox title="The runs could not be compared" message={view.message} onRetry={compare} />}
+        {view.kind === 'compare' && view.status === 'ready' && <CompareView a={view.a} b={view.b} c={view.comparison} labelA={runLabel(view.a)} labelB={runLabel(view.b)} />}
+      </section>
+    </div>
+  );
+}

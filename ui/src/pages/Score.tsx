@@ -1,0 +1,419 @@
+// Score: texts + a rubric → the model's answer to every question for every text.
+import { useState } from 'preact/hooks';
+import { errorMessage, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../api';
+import { RubricEditor } from '../components/RubricEditor';
+import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
+import { answersCsv, answersJson } from '../lib/answers';
+import { pct } from '../lib/format';
+import { checkDraft, emptyDraft, fromRubric, type RubricDraft, toRubric } from '../lib/rubric';
+import { parsePasted, parseTextFile } from '../lib/texts';
+import type { CriterionResult, ModelInfo, TextInput, TextResult } from '../types';
+
+type Run =
+  | { status: 'idle' }
+  | { status: 'running'; count: number; cyclic: boolean }
+  | { status: 'done'; texts: TextInput[]; results: TextResult[]; cyclic: boolean }
+  | { status: 'error'; message: string };
+
+const TYPE_WORDS = { choice: 'choice', noul: 'yes / no', score: 'score' } as const;
+
+function Cell(props: { c: CriterionResult }) {
+  const c = props.c;
+  const chosen = c.options.find((o) => o.id === c.chosen);
+  return (
+    <details class="answer" data-testid="answer-cell">
+      <summary>
+        <span class="chosen" title={chosen?.description}>
+          {c.type === 'noul' ? (c.chosen === 'yes' ? 'Yes' : 'No') : c.type === 'score' ? `${c.chosen}: ${chosen?.description ?? ''}` : c.chosen}
+        </span>
+        <span class="prob" data-testid="probability">
+          {pct(c.probability, 0)}
+        </span>
+        <span class="bar" aria-hidden="true">
+          <span class="bar-fill" style={{ width: `${Math.round(c.probability * 100)}%` }} />
+        </span>
+        <span class="badges">
+          {c.close && (
+            <Badge kind="close" title="The top two answers are less than 10 points apart: the model is unsure.">
+              close
+            </Badge>
+          )}
+          {c.order_unstable === true && (
+            <Badge kind="unstable" title="The answer changed when the options were shown in another order: do not rely on it.">
+              order-unstable
+            </Badge>
+          )}
+        </span>
+      </summary>
+      <ul class="options" data-testid="options-list">
+        {c.options.map((o) => (
+          <li key={o.id} class={o.id === c.chosen ? 'is-chosen' : ''}>
+            <span class="opt-id">{c.type === 'noul' ? o.description : o.id}</span>
+            <span class="opt-desc">{c.type === 'choice' || c.type === 'score' ? o.description : ''}</span>
+            <span class="bar small" aria-hidden="true">
+              <span class="bar-fill" style={{ width: `${Math.round(o.probability * 100)}%` }} />
+            </span>
+            <span class="prob">{pct(o.probability, 1)}</span>
+          </li>
+        ))}
+      </ul>
+      <p class="muted small">
+        {c.expected_level !== undefined && <>Expected level {c.expected_level.toFixed(2)} · </>}
+        Lead over the runner-up {pct(c.margin, 1)}
+        {c.order_unstable === null ? ' · option order not checked' : c.order_unstable ? '' : ' · same answer in every option order'}
+        {c.letter_mass !== undefined && (
+          <span title="Share of the model's next-token probability that fell on the answer letters; low values mean the model wanted to say something else.">
+            {' '}
+            · on the answer letters {pct(c.letter_mass, 0)}
+          </span>
+        )}
+      </p>
+    </details>
+  );
+}
+
+function ResultsTable(props: { texts: TextInput[]; results: TextResult[] }) {
+  const names = props.results[0]?.criteria.map((c) => c.criterion) ?? [];
+  const types = props.results[0]?.criteria.map((c) => c.type) ?? [];
+  return (
+    <div class="scroll-x">
+      <table class="table answers-table" data-testid="score-table">
+        <thead>
+          <tr>
+            <th class="text-col">Text</th>
+            {names.map((n, i) => (
+              <th key={n}>
+                {n.replace(/_/g, ' ')} <span class="muted small">({TYPE_WORDS[types[i]]})</span>
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.results.map((r) => {
+            const t = props.texts[r.index];
+            return (
+              <tr key={r.index}>
+                <td class="text-col">
+                  <span class="text-no">{r.id ?? t?.id ?? `#${r.index + 1}`}</span>
+                  <span class="text-snippet" title={t?.text}>
+                    {t?.text}
+                  </span>
+                </td>
+                {r.criteria.map((c) => (
+                  <td key={c.criterion}>
+                    <Cell c={c} />
+                  </td>
+                ))}
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string }) {
+  const [pasted, setPasted] = useState('');
+  const [onePerLine, setOnePerLine] = useState(true);
+  const [file, setFile] = useState<{ name: string; texts: TextInput[] } | null>(null);
+  const [fileError, setFileError] = useState<string | null>(null);
+
+  const [draft, setDraft] = useState<RubricDraft | null>(null);
+  const [rubricFrom, setRubricFrom] = useState<string>('');
+  const [editing, setEditing] = useState(false);
+  const [rubricBusy, setRubricBusy] = useState<string | null>(null);
+  const [rubricError, setRubricError] = useState<string | null>(null);
+  const [rubricNote, setRubricNote] = useState<string | null>(null);
+
+  const [checkOrder, setCheckOrder] = useState(false);
+  const [model, setModel] = useState<string>('');
+  const [run, setRun] = useState<Run>({ status: 'idle' });
+  const [exportNote, setExportNote] = useState<string | null>(null);
+  const [exportError, setExportError] = useState<string | null>(null);
+
+  const texts = file ? file.texts : parsePasted(pasted, onePerLine);
+  const problems = draft ? checkDraft(draft) : [];
+
+  async function openRubric() {
+    setRubricError(null);
+    setRubricNote(null);
+    try {
+      const path = await pickFile('rubric');
+      if (!path) return;
+      setRubricBusy('Opening the rubric…');
+      const r = await loadRubric(path);
+      setDraft(fromRubric(r));
+      setRubricFrom(path);
+      setEditing(false);
+    } catch (e) {
+      setRubricError(errorMessage(e));
+    } finally {
+      setRubricBusy(null);
+    }
+  }
+
+  async function saveTheRubric() {
+    if (!draft) return;
+    setRubricError(null);
+    setRubricNote(null);
+    try {
+      const name = (draft.name.trim() || 'rubric').replace(/[^\w.-]+/g, '-');
+      const path = await pickFile('rubric_save', `${name}.rubric.json`);
+      if (!path) return;
+      setRubricBusy('Saving the rubric…');
+      await saveRubric(path, toRubric(draft));
+      setRubricFrom(path);
+      setRubricNote(`Saved to ${path}`);
+    } catch (e) {
+      setRubricError(errorMessage(e));
+    } finally {
+      setRubricBusy(null);
+    }
+  }
+
+  async function onFile(e: Event) {
+    const input = e.currentTarget as HTMLInputElement;
+    const f = input.files?.[0];
+    input.value = '';
+    setFileError(null);
+    if (!f) return;
+    try {
+      const parsed = parseTextFile(f.name, await f.text());
+      if (parsed.length === 0) throw new Error(`${f.name}: the file has no texts`);
+      setFile({ name: f.name, texts: parsed });
+    } catch (err) {
+      setFile(null);
+      setFileError(errorMessage(err));
+    }
+  }
+
+  async function score() {
+    if (!draft || texts.length === 0 || problems.length) return;
+    const cyclic = checkOrder;
+    const snapshot = texts;
+    setExportNote(null);
+    setExportError(null);
+    setRun({ status: 'running', count: snapshot.length, cyclic });
+    try {
+      const results = await scoreTexts({
+        rubric: toRubric(draft),
+        texts: snapshot,
+        debias: cyclic ? 'cyclic' : 'none',
+        model: model || undefined,
+      });
+      setRun({ status: 'done', texts: snapshot, results, cyclic });
+    } catch (e) {
+      setRun({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function doExport(kind: 'csv' | 'json') {
+    if (run.status !== 'done') return;
+    setExportNote(null);
+    setExportError(null);
+    const base = (draft?.name.trim() || 'answers').replace(/[^\w.-]+/g, '-');
+    try {
+      const path =
+        kind === 'csv'
+          ? await exportText('export_csv', `${base}-answers.csv`, answersCsv(run.texts, run.results))
+          : await exportText('export_json', `${base}-answers.json`, answersJson(run.results));
+      if (path) setExportNote(`Exported to ${path}`);
+    } catch (e) {
+      setExportError(errorMessage(e));
+    }
+  }
+
+  const running = run.status === 'running';
+  const why =
+    texts.length === 0 ? 'Add a text to score.' : !draft ? 'Choose or write a rubric.' : problems.length ? 'Fix the rubric first (see above).' : null;
+
+  return (
+    <div class="page" data-page="score">
+      <header class="page-head">
+        <h1>Score texts</h1>
+        <p class="lead">Paste texts, choose the questions to ask (a rubric), and the model answers each question with a probability.</p>
+      </header>
+
+      <Card step={1} title="Texts" testid="texts-card">
+        {file ? (
+          <div class="file-chip">
+            <span>
+              <strong>{file.name}</strong> · {file.texts.length} text{file.texts.length === 1 ? '' : 's'}
+            </span>
+            <button type="button" class="link" onClick={() => setFile(null)}>
+              Remove file
+            </button>
+          </div>
+        ) : (
+          <>
+            <label for="texts" class="sr-only">
+              Texts to score
+            </label>
+            <textarea
+              id="texts"
+              rows={5}
+              value={pasted}
+              placeholder="Paste a text here, for example: I was charged twice this month, please refund one of them."
+              onInput={(e) => setPasted(e.currentTarget.value)}
+            />
+            <div class="row wrap">
+              <label class="check">
+                <input type="checkbox" checked={onePerLine} onChange={(e) => setOnePerLine(e.currentTarget.checked)} />
+                Each line is a separate text
+              </label>
+              <span class="muted">
+                {texts.length} text{texts.length === 1 ? '' : 's'}
+              </span>
+              <span class="spacer" />
+              <label class="button secondary file-button">
+                Open a file (CSV or JSONL)…
+                <input type="file" accept=".csv,.jsonl,.ndjson,.json,.txt" onChange={onFile} data-testid="texts-file" />
+              </label>
+            </div>
+          </>
+        )}
+        {fileError && <ErrorBox title="That file could not be read" message={fileError} />}
+      </Card>
+
+      <Card
+        step={2}
+        title="Rubric"
+        testid="rubric-card"
+        actions={
+          <>
+            <button type="button" class="secondary" onClick={openRubric} disabled={!!rubricBusy}>
+              Open a saved rubric…
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                setDraft(emptyDraft());
+                setRubricFrom('');
+                setEditing(true);
+                setRubricError(null);
+                setRubricNote(null);
+              }}
+            >
+              New rubric
+            </button>
+          </>
+        }
+      >
+        {rubricBusy && <Busy label={rubricBusy} />}
+        {rubricError && <ErrorBox title="The rubric could not be used" message={rubricError} />}
+        {rubricNote && <Notice>{rubricNote}</Notice>}
+        {!draft && !rubricBusy && (
+          <Empty title="No rubric yet">Open a saved rubric, or press “New rubric” to write one: each question has a type and its answers.</Empty>
+        )}
+        {draft && !editing && (
+          <div class="rubric-summary" data-testid="rubric-summary">
+            <p>
+              <strong>{draft.name || 'Untitled rubric'}</strong>
+              {draft.description && <span class="muted"> — {draft.description}</span>}
+              {rubricFrom && <span class="muted mono small"> · {rubricFrom}</span>}
+            </p>
+            <ol>
+              {draft.criteria.map((c) => (
+                <li key={c.key}>
+                  <strong>{c.name}</strong> <span class="muted">({TYPE_WORDS[c.type]})</span>: {c.instructions}
+                  <span class="muted small">
+                    {' '}
+                    {c.type === 'choice' && `— ${c.options.map((o) => o.id).join(', ')}`}
+                    {c.type === 'noul' && `— yes / no${c.rule ? `; rule: ${c.rule}` : ''}`}
+                    {c.type === 'score' && `— ${c.levels.length} levels, from “${c.levels[0]}” to “${c.levels[c.levels.length - 1]}”`}
+                  </span>
+                </li>
+              ))}
+            </ol>
+          </div>
+        )}
+        {draft && editing && <RubricEditor draft={draft} onChange={setDraft} />}
+        {draft && problems.length > 0 && editing && (
+          <ul class="problems" data-testid="rubric-problems">
+            {problems.map((p) => (
+              <li key={p}>{p}</li>
+            ))}
+          </ul>
+        )}
+        {draft && (
+          <div class="row">
+            <button type="button" class="secondary" onClick={() => setEditing(!editing)}>
+              {editing ? 'Done editing' : 'Edit'}
+            </button>
+            <button type="button" class="secondary" onClick={saveTheRubric} disabled={problems.length > 0 || !!rubricBusy}>
+              Save rubric…
+            </button>
+          </div>
+        )}
+      </Card>
+
+      <Card step={3} title="Score" testid="score-card">
+        <div class="row wrap">
+          <label class="check" title="Scores each question once per rotation of its answers and averages them. Slower, but it flags answers that depend on the order the answers are listed in.">
+            <input type="checkbox" checked={checkOrder} onChange={(e) => setCheckOrder(e.currentTarget.checked)} data-testid="check-order" />
+            Check option order <span class="muted">(slower; flags answers that change when the options are reordered)</span>
+          </label>
+        </div>
+        <div class="row wrap">
+          <label for="score-model">Model</label>
+          <select id="score-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
+            <option value="">Default model{props.defaultModel ? ` (${props.models.find((m) => m.path === props.defaultModel)?.name ?? props.defaultModel})` : ''}</option>
+            {props.models.map((m) => (
+              <option key={m.path} value={m.path}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+          <span class="spacer" />
+          <button type="button" class="primary" onClick={score} disabled={running || !!why} data-testid="score-button">
+            {running ? 'Scoring…' : 'Score'}
+          </button>
+        </div>
+        {why && !running && <p class="muted small right">{why}</p>}
+      </Card>
+
+      <section class="results-area" data-testid="score-results">
+        {run.status === 'idle' && (
+          <Empty title="Nothing scored yet">Add texts and a rubric, then press Score. The answers appear here.</Empty>
+        )}
+        {run.status === 'running' && (
+          <Busy label={`Scoring ${run.count} text${run.count === 1 ? '' : 's'}…`}>
+            {run.cyclic ? 'Every option order is scored, so this takes a little longer.' : 'One forward pass per question.'}
+          </Busy>
+        )}
+        {run.status === 'error' && <ErrorBox title="The texts could not be scored" message={run.message} onRetry={score} />}
+        {run.status === 'done' && (
+          <Card
+            title="Answers"
+            actions={
+              <>
+                <button type="button" class="secondary" onClick={() => doExport('csv')} data-testid="export-csv">
+                  Export CSV
+                </button>
+                <button type="button" class="secondary" onClick={() => doExport('json')} data-testid="export-json">
+                  Export JSON
+                </button>
+              </>
+            }
+          >
+            {exportNote && <Notice>{exportNote}</Notice>}
+            {exportError && <ErrorBox title="The export failed" message={exportError} />}
+            <p class="muted small">
+              Click an answer to see every option. <Badge kind="close">close</Badge> the top two are within 10 points.{' '}
+              {run.cyclic ? (
+                <>
+                  <Badge kind="unstable">order-unstable</Badge> the answer changed when the options were reordered.
+                </>
+              ) : (
+                'Option order not checked.'
+              )}
+            </p>
+            <ResultsTable texts={run.texts} results={run.results} />
+          </Card>
+        )}
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,324 @@
+// Click-through tests of the four pages against the mock backend (ui/src/mock.ts).
+// Each test gets a fresh page; `url(query, page)` builds the address (mock flags in the query),
+// `shot(name)` saves tests/screenshots/NAME.png.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+
+const visible = (page, sel) => page.locator(sel).first().waitFor({ state: 'visible' });
+const text = async (page, sel) => (await page.locator(sel).first().innerText()).trim();
+
+/** Navigate by clicking the left navigation, as a person would. */
+async function go(page, id) {
+  await page.click(`[data-nav="${id}"]`);
+  await visible(page, `[data-page="${id}"]`);
+}
+
+export const tests = [
+  {
+    name: 'score: empty, open the example rubric, score, expand, export',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await visible(page, '[data-page="score"]');
+      await visible(page, '[data-testid="score-results"] [data-state="empty"]');
+      assert.ok(await page.locator('[data-testid="score-button"]').isDisabled(), 'Score is disabled without texts and a rubric');
+      await shot('score-empty');
+
+      await page.fill('#texts', [
+        'I was charged twice this month, please refund one of them.',
+        'The app crashes every time I open the settings page.',
+        'How do I change the email address on my account?',
+      ].join('\n'));
+      await page.getByRole('button', { name: 'Open a saved rubric…' }).click();
+      await visible(page, '[data-testid="rubric-summary"]');
+      const summary = await text(page, '[data-testid="rubric-summary"]');
+      assert.match(summary, /support-ticket/);
+      assert.match(summary, /refund_requested/);
+      await page.check('[data-testid="check-order"]');
+
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-results"] [data-state="running"]');
+      await shot('score-running');
+
+      await visible(page, '[data-testid="score-table"]');
+      const rows = await page.locator('[data-testid="score-table"] tbody tr').count();
+      assert.equal(rows, 3);
+      const firstProb = await text(page, '[data-testid="probability"]');
+      assert.match(firstProb, /^\d{1,3}%$/, `a probability is shown (${firstProb})`);
+      // The first text is about billing.
+      assert.match(await text(page, '[data-testid="answer-cell"] .chosen'), /billing/);
+
+      await page.locator('[data-testid="answer-cell"] summary').first().click();
+      await visible(page, '[data-testid="options-list"]');
+      assert.equal(await page.locator('[data-testid="options-list"]').first().locator('li').count(), 4, 'all four topic options listed');
+      // Expand a score cell as well (expected level).
+      await page.locator('[data-testid="score-table"] tbody tr').first().locator('[data-testid="answer-cell"] summary').nth(2).click();
+      assert.match(await page.locator('[data-testid="score-table"] tbody tr').first().innerText(), /Expected level \d\.\d\d/);
+      await shot('score-done');
+
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-json"]')]);
+      const json = JSON.parse(await readFile(await download.path(), 'utf8'));
+      assert.equal(json.length, 3);
+      assert.deepEqual(Object.keys(json[0]), ['index', 'criteria']);
+      assert.deepEqual(
+        Object.keys(json[0].criteria[2]),
+        ['criterion', 'type', 'options', 'chosen', 'probability', 'expected_level', 'margin', 'close', 'order_unstable', 'letter_mass'],
+      );
+      assert.equal(typeof json[0].criteria[0].order_unstable, 'boolean', 'checked order gives a boolean');
+      await visible(page, 'text=Exported to');
+
+      const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-csv"]')]);
+      const lines = (await readFile(await csv.path(), 'utf8')).trim().split(/\r?\n/);
+      assert.equal(lines.length, 1 + 3 * 3, 'CSV: header + texts × criteria');
+      assert.match(lines[0], /^text_index,text_id,text,criterion,type,chosen,probability/);
+    },
+  },
+  {
+    name: 'score: write a rubric in the form, save it; one ordering says "not checked"',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await page.getByRole('button', { name: 'New rubric' }).click();
+      await visible(page, '[data-testid="rubric-editor"]');
+      await visible(page, '[data-testid="rubric-problems"]');
+      await page.fill('#rubric-name', 'complaint');
+      const q = page.locator('[data-testid="criterion-form"]').first();
+      await q.locator('input').nth(0).fill('tone');
+      await q.locator('input').nth(4).fill('What is the tone of the message?'); // after the 3 type radios
+      await q.getByLabel('Answer 1 name').fill('calm');
+      await q.getByLabel('Answer 1 description').fill('Calm and polite');
+      await q.getByLabel('Answer 2 name').fill('angry');
+      await q.getByLabel('Answer 2 description').fill('Angry or upset');
+      await page.getByRole('button', { name: '+ Add a question' }).click();
+      const q2 = page.locator('[data-testid="criterion-form"]').nth(1);
+      await q2.locator('input').nth(0).fill('urgent');
+      await q2.getByText('Yes / no').click();
+      await q2.locator('input').nth(4).fill('Does it need a reply today?');
+      await q2.locator('textarea').fill('Anything that blocks the customer counts as urgent.');
+      assert.equal(await page.locator('[data-testid="rubric-problems"]').count(), 0, 'no problems left');
+      await shot('score-rubric-form');
+
+      await page.getByRole('button', { name: 'Save rubric…' }).click();
+      await visible(page, 'text=Saved to /home/me/rubrics/complaint.rubric.json');
+
+      // Texts from a CSV file (quoted field with a comma and a newline; an id column).
+      await page.setInputFiles('[data-testid="texts-file"]', {
+        name: 'tickets.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from('id,text\nT-1,"This is the third time I write, nobody answers.\nFix it now!"\nT-2,Thanks for the quick help\n'),
+      });
+      await visible(page, 'text=tickets.csv');
+      assert.match(await text(page, '.file-chip'), /2 texts/);
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      assert.equal(await page.locator('[data-testid="score-table"] tbody tr').count(), 2);
+      assert.match(await text(page, '[data-testid="score-table"] tbody tr'), /^T-1/);
+      assert.equal(await page.locator('.badge-unstable').count(), 0, 'no order-unstable badge without the check');
+      await page.locator('[data-testid="answer-cell"] summary').first().click();
+      await visible(page, 'text=option order not checked');
+    },
+  },
+  {
+    name: 'score: error from the backend is shown with its message',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await page.fill('#texts', 'A normal text\nThis one will FAIL because it is far too long');
+      await page.getByRole('button', { name: 'Open a saved rubric…' }).click();
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-results"] [data-state="error"]');
+      const msg = await text(page, '[data-testid="score-results"] [data-testid="error-message"]');
+      assert.match(msg, /^text 2: prompt has 9312 tokens but the model's context holds 8192; shorten the text$/);
+      await shot('score-error');
+    },
+  },
+  {
+    name: 'evaluate: empty, run, progress moves, cancel gives partial, run to done, save',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'evaluate'));
+      await visible(page, '[data-page="evaluate"]');
+      await visible(page, '[data-testid="eval-results"] [data-state="empty"]');
+      await page.waitForFunction(() => document.querySelector('#evalset')?.textContent?.includes('authored144 (144 rows)'));
+      await shot('evaluate-empty');
+
+      // Cancelled run → partial.
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="rows-done"]');
+      const bar = page.locator('[role="progressbar"]');
+      const first = Number(await bar.getAttribute('aria-valuenow'));
+      await page.waitForFunction(
+        (v) => Number(document.querySelector('[role="progressbar"]')?.getAttribute('aria-valuenow')) > v,
+        first,
+      );
+      const second = Number(await bar.getAttribute('aria-valuenow'));
+      assert.ok(second > first, `progress moves (${first} → ${second})`);
+      assert.match(await text(page, '[data-testid="progress"]'), /rows\/s/);
+      assert.match(await text(page, '[data-testid="progress"]'), /left/);
+      await shot('evaluate-running');
+      await page.click('[data-testid="cancel-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="partial"]');
+      const note = await text(page, '[data-testid="partial-note"]');
+      const m = note.match(/after (\d+) of 144 rows/);
+      assert.ok(m && Number(m[1]) > 0 && Number(m[1]) < 144, note);
+      assert.match(await text(page, '[data-testid="metric-mfba"]'), /\d+\.\d%/);
+      await shot('evaluate-partial');
+
+      // Full run.
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      const mfba = await text(page, '[data-testid="metric-mfba"]');
+      assert.match(mfba, /40\.5%/, mfba); // the cyclic fixture: 0.40546
+      assert.match(mfba, /95% interval 35\.9% – 45\.0%/);
+      assert.match(await text(page, '[data-testid="metric-accuracy"]'), /42\.4%/);
+      assert.match(await text(page, '[data-testid="metric-unstable"]'), /141 of 144/);
+      for (const id of ['family-chart', 'reliability-chart']) {
+        const box = await page.locator(`[data-testid="${id}"] canvas`).boundingBox();
+        assert.ok(box && box.width > 200 && box.height > 100, `${id} is drawn`);
+      }
+      assert.equal(await page.locator('[data-testid="confusion"] tbody tr').count(), 7);
+      assert.ok((await page.locator('[data-testid="unstable-rows"] tbody tr').count()) > 0);
+      await page.click('[data-testid="save-result"]');
+      await visible(page, 'text=Saved to bench/results/');
+      await shot('evaluate-done');
+
+      // The saved run shows up in Results.
+      await go(page, 'results');
+      await visible(page, '[data-testid="runs-table"]');
+      assert.equal(await page.locator('[data-testid="runs-table"] tbody tr').count(), 2, 'same name as the bundled file: replaced, not added');
+    },
+  },
+  {
+    name: 'evaluate: one ordering says "not checked"',
+    async run({ page, url }) {
+      await page.goto(url('', 'evaluate'));
+      await page.selectOption('#debias', 'none');
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      assert.match(await text(page, '[data-testid="metric-unstable"]'), /not checked/);
+      assert.match(await text(page, '[data-testid="unstable-card"]'), /Not checked/);
+    },
+  },
+  {
+    name: 'evaluate: a bad eval set shows the backend message',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'evaluate'));
+      await page.getByRole('button', { name: 'Open a file…' }).click();
+      await page.waitForFunction(() => document.querySelector('#evalset')?.value.endsWith('bad.jsonl'));
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="eval-results"] [data-state="error"]');
+      assert.equal(
+        await text(page, '[data-testid="eval-results"] [data-testid="error-message"]'),
+        '/home/me/evalsets/bad.jsonl:2: field `options`: has 0 option(s); a criterion needs at least 2',
+      );
+      await shot('evaluate-error');
+    },
+  },
+  {
+    name: 'results: table, open one, compare two (p-value)',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'results'));
+      await visible(page, '[data-testid="runs-table"]');
+      const rows = page.locator('[data-testid="runs-table"] tbody tr');
+      assert.equal(await rows.count(), 2);
+      const all = await text(page, '[data-testid="runs-table"]');
+      assert.match(all, /cyclic/);
+      assert.match(all, /not checked/, 'the one-ordering run says "not checked"');
+      assert.match(all, /40\.5%/);
+      await shot('results-done');
+
+      await rows.nth(0).getByRole('button', { name: 'Open' }).click();
+      await visible(page, '[data-testid="results-view"] [data-testid="result-view"]');
+      await visible(page, '[data-testid="results-view"] [data-testid="reliability-chart"] canvas');
+      await shot('results-open');
+
+      await rows.nth(0).locator('input[type="checkbox"]').check();
+      await rows.nth(1).locator('input[type="checkbox"]').check();
+      await page.click('[data-testid="compare-button"]');
+      await visible(page, '[data-testid="compare-view"]');
+      const p = await text(page, '[data-testid="p-value"]');
+      assert.match(p, /McNemar p-value\s+\d\.\d{3,4}/, p);
+      assert.equal(await page.locator('[data-testid="family-diffs"] tbody tr').count(), 3);
+      await visible(page, '[data-testid="compare-chart"] canvas');
+      await shot('results-compare');
+    },
+  },
+  {
+    name: 'results: empty, running and error states',
+    async run({ page, url, shot }) {
+      await page.goto(url('empty=1', 'results'));
+      await visible(page, '[data-testid="runs-card"] [data-state="empty"]');
+      await shot('results-empty');
+      await page.goto(url('slow=1', 'results'));
+      await visible(page, '[data-testid="runs-card"] [data-state="running"]');
+      await shot('results-running');
+      await page.goto(url('fail=list_results', 'results'));
+      await visible(page, '[data-testid="runs-card"] [data-state="error"]');
+      assert.match(await text(page, '[data-testid="runs-card"] [data-testid="error-message"]'), /^bench\/results: No such file or directory/);
+      await shot('results-error');
+    },
+  },
+  {
+    name: 'models: table, device, DERIVED panel numbers, add a model',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'models'));
+      await visible(page, '[data-testid="models-table"]');
+      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2-135M-Instruct\s+default/);
+      assert.equal(await text(page, '[data-testid="device-in-use"]'), 'cpu (2 threads)');
+      const derived = page.locator('[data-testid="derived-panel"]');
+      assert.match(await derived.innerText(), /DERIVED/);
+      assert.equal(await page.inputValue('#vocab'), '49152');
+      assert.equal(await page.inputValue('#hidden'), '576');
+      assert.equal(await text(page, '[data-testid="derived-flops"]'), '56,623,104');
+      assert.equal(await text(page, '[data-testid="derived-pruned"]'), '4,608'); // 2 · 4 · 576
+      assert.equal(await text(page, '[data-testid="derived-saved"]'), '56,618,496');
+      await page.selectOption('#bpw', 'F32');
+      assert.equal(await text(page, '[data-testid="derived-bytes"]'), '113,246,208'); // 49152 · 576 · 4
+      await page.fill('#letters', '3');
+      assert.equal(await text(page, '[data-testid="derived-pruned"]'), '3,456');
+      // Typing other numbers: Qwen3-0.6B's head.
+      await page.fill('#vocab', '151936');
+      await page.fill('#hidden', '1024');
+      assert.equal(await text(page, '[data-testid="derived-flops"]'), '311,164,928');
+      await page.fill('#vocab', '49152');
+      await page.fill('#hidden', '576');
+      await page.fill('#letters', '4');
+      await page.selectOption('#bpw', 'Q8_0');
+      await page.click('[data-testid="add-gguf"]');
+      await visible(page, 'text=Added Qwen3-1.7B Q8_0.');
+      assert.equal(await page.locator('[data-testid="models-table"] tbody tr').count(), 3);
+      await shot('models-done');
+      await page.getByRole('button', { name: 'Make default' }).first().click();
+      await visible(page, 'text=is now the default model.');
+    },
+  },
+  {
+    name: 'models: empty, running and error states',
+    async run({ page, url, shot }) {
+      await page.goto(url('empty=1', 'models'));
+      await visible(page, '[data-testid="models-card"] [data-state="empty"]');
+      await shot('models-empty');
+      await page.goto(url('slow=1', 'models'));
+      await visible(page, '[data-testid="models-card"] [data-state="running"]');
+      await shot('models-running');
+      await page.goto(url('fail=add_model', 'models'));
+      await visible(page, '[data-testid="models-table"]');
+      await page.click('[data-testid="add-gguf"]');
+      await visible(page, '[data-testid="models-card"] [data-state="error"]');
+      assert.match(
+        await text(page, '[data-testid="models-card"] [data-testid="error-message"]'),
+        /Qwen3-1\.7B-Q8_0\.gguf: not a readable GGUF file \(tensor `blk\.0\.attn_q\.weight`/,
+      );
+      await shot('models-error');
+    },
+  },
+  {
+    name: 'csp: the page runs under the strict policy',
+    async run({ page, url }) {
+      const res = await page.goto(url());
+      const csp = res.headers()['content-security-policy'] ?? '';
+      assert.match(csp, /script-src 'self'/);
+      assert.doesNotMatch(csp, /unsafe-(inline|eval)/);
+      await visible(page, '[data-page="score"]');
+      const inline = await page.evaluate(() => [...document.scripts].filter((s) => !s.src).length);
+      assert.equal(inline, 0, 'no inline scripts');
+    },
+  },
+];
