@@ -39,6 +39,9 @@ pub enum Error {
     #[error("{path}: {reason}")]
     BadFile { path: PathBuf, reason: String },
 
+    #[error("{0}")]
+    Config(String),
+
     #[error("prompt has {tokens} tokens but the model's context holds {context}; shorten the text")]
     ContextOverflow { tokens: usize, context: usize },
 

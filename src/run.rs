@@ -147,10 +147,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let RunInput { engine, eval_set, config, model_load_seconds, resume, limit, family } = input;
     let start = Instant::now();
     if config.mode == Mode::Generate && config.debias != DebiasMode::None {
-        return Err(Error::BadFile {
-            path: eval_set.path.clone(),
-            reason: "generate mode reads one ordering; use --debias none with --mode generate".into(),
-        });
+        return Err(Error::Config("generate mode reads one ordering; use --debias none with --mode generate".into()));
     }
     let prep = prepare(eval_set, &config)?;
     let rows = &prep.rows;
@@ -161,11 +158,9 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let mut debias_state = serde_json::json!({});
     if let Some(prev) = &resume {
         if prev.config != config {
-            return Err(Error::BadFile {
-                path: eval_set.path.clone(),
-                reason: "the partial result was made with a different configuration; resume it with the same options"
-                    .into(),
-            });
+            return Err(Error::Config(
+                "the partial result was made with a different configuration; resume it with the same options".into(),
+            ));
         }
         let index: HashMap<&str, usize> = rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
         for rec in &prev.rows {

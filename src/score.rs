@@ -7,7 +7,7 @@ use crate::engine::{Engine, Prefix, Suffix};
 use crate::error::Result;
 use crate::math::{argmax, softmax};
 use crate::plan::{Plan, PlannedPrompt};
-use crate::prompt::{self, LETTERS};
+use crate::prompt;
 use crate::rubric::{Criterion, QuestionKind, Rubric};
 use serde::Serialize;
 
@@ -163,9 +163,4 @@ fn decide(c: &Criterion, probs: &[f64], picks: &[usize], mass: &[f64]) -> Criter
         order_unstable: (picks.len() > 1).then(|| picks.iter().any(|p| *p != picks[0])),
         letter_mass: (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64),
     }
-}
-
-/// The letter shown for slot `i`.
-pub fn letter(i: usize) -> &'static str {
-    LETTERS[i]
 }

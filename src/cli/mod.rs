@@ -45,6 +45,29 @@ enum Command {
     Info(InfoArgs),
 }
 
+/// Which eval-set rows a run scores, with which shots and orderings: shared by `run` and
+/// `prompts`, so both see exactly the same prompts.
+#[derive(Args, Clone)]
+pub struct SelectArgs {
+    /// The eval set (JSON Lines, row or request form).
+    pub evalset: PathBuf,
+    /// Only the first N items (after --family).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Only items of this family.
+    #[arg(long)]
+    pub family: Option<String>,
+    /// Worked examples before each scored item.
+    #[arg(long, default_value_t = 0)]
+    pub shots: usize,
+    /// Seed for choosing the shots.
+    #[arg(long, default_value_t = 0)]
+    pub shot_seed: u64,
+    /// none, cyclic, permutation, calibrate or pride.
+    #[arg(long, default_value = "none")]
+    pub debias: readout::debias::DebiasMode,
+}
+
 /// The model options every model-using subcommand takes.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
@@ -138,6 +161,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::LetterNotSingleToken { .. }
             | E::ChatTemplate { .. },
         ) => 4,
+        Some(E::Config(_)) => 2,
         Some(E::ContextOverflow { .. }) => 5,
         Some(E::Device { .. }) => 6,
         _ => 1,

@@ -1,9 +1,8 @@
 //! `readout run EVALSET`: evaluate a model on a labelled eval set and write a result file.
 
-use super::ModelArgs;
+use super::{ModelArgs, SelectArgs};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use readout::debias::DebiasMode;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::results::{default_name, ResultFile, Status};
 use readout::run::{default_config, run, Control, Mode, Progress, RunInput};
@@ -14,26 +13,11 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The eval set (JSON Lines, row or request form).
-    evalset: PathBuf,
+    #[command(flatten)]
+    select: SelectArgs,
     /// readout (letter logits) or generate (greedy decode, first valid letter).
     #[arg(long, default_value = "readout")]
     mode: Mode,
-    /// Worked examples before each scored item.
-    #[arg(long, default_value_t = 0)]
-    shots: usize,
-    /// Seed for choosing the shots.
-    #[arg(long, default_value_t = 0)]
-    shot_seed: u64,
-    /// none, cyclic, permutation, calibrate or pride.
-    #[arg(long, default_value = "none")]
-    debias: DebiasMode,
-    /// Only the first N items (after --family).
-    #[arg(long)]
-    limit: Option<usize>,
-    /// Only items of this family.
-    #[arg(long)]
-    family: Option<String>,
     /// Score the good lines of a set with bad ones, and record what was skipped.
     #[arg(long)]
     skip_bad: bool,
@@ -57,21 +41,24 @@ pub struct RunArgs {
 }
 
 pub fn run_cmd(a: RunArgs) -> Result<i32> {
-    let set =
-        EvalSet::load(&a.evalset, &LoadOptions { skip_bad: a.skip_bad, limit: a.limit, family: a.family.clone() })?;
+    let sel = &a.select;
+    let set = EvalSet::load(
+        &sel.evalset,
+        &LoadOptions { skip_bad: a.skip_bad, limit: sel.limit, family: sel.family.clone() },
+    )?;
     if !set.skipped.is_empty() {
         eprintln!(
             "readout: skipped {} bad line(s) of {} (recorded in the result file)",
             set.skipped.len(),
-            a.evalset.display()
+            sel.evalset.display()
         );
     }
     let t0 = std::time::Instant::now();
     let mut engine = a.model.load()?;
     engine.set_prune_head(a.prune_head);
     let load_seconds = t0.elapsed().as_secs_f64();
-    let mut config = default_config(a.mode, a.shots, a.debias);
-    config.shot_seed = a.shot_seed;
+    let mut config = default_config(a.mode, sel.shots, sel.debias);
+    config.shot_seed = sel.shot_seed;
     config.levers.prune_head = a.prune_head;
     config.levers.matmul = format!("{:?}", engine.info().matmul).to_lowercase();
     let resume = match &a.resume {
@@ -127,8 +114,8 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             config,
             model_load_seconds: load_seconds,
             resume,
-            limit: a.limit,
-            family: a.family.clone(),
+            limit: sel.limit,
+            family: sel.family.clone(),
         },
         &mut control,
     )

@@ -81,7 +81,12 @@ fn read_texts(path: &PathBuf) -> Result<Vec<Text>> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.with_context(|| format!("{}:{}: not valid UTF-8 text", path.display(), i + 1))?;
+        let line = line.map_err(|e| readout::Error::BadInput {
+            path: path.clone(),
+            line: i + 1,
+            field: "(utf-8)".into(),
+            reason: format!("not valid UTF-8 text ({e}); save the file as UTF-8"),
+        })?;
         if line.trim().is_empty() {
             continue;
         }
