@@ -197,19 +197,9 @@ impl ResultFile {
 
     /// Write atomically: a temporary file beside `path`, flushed, then renamed over it.
     pub fn write(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let tmp = path.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::BadFile { path: path.to_path_buf(), reason: format!("serialising the result: {e}") })?;
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-            f.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
-            f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        }
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+        write_atomic(path, &bytes)
     }
 
     /// Read and check a result file.
@@ -239,11 +229,18 @@ impl ResultFile {
 
 /// The default file name for a run: eval set, model, mode, shots, debias.
 pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c.to_ascii_lowercase() } else { '-' })
-            .collect()
-    };
+    let clean =
+        |s: &str| -> String {
+            s.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '-'
+                    }
+                })
+                .collect()
+        };
     let mut name =
         format!("{}_{}_{}_{}shot_{}", clean(eval_set), clean(model), cfg.mode.as_str(), cfg.shots, cfg.debias.as_str());
     if cfg.levers.prune_head {
@@ -274,6 +271,39 @@ pub fn now_utc() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// `path` when nothing is there, else the first free `STEM-2.json`, `STEM-3.json`, …: how the app
+/// saves into the bench folder without overwriting a file (the CLI refuses instead, unless
+/// `--force`).
+pub fn unused_path(path: &Path) -> std::path::PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    (2..)
+        .map(|n| path.with_file_name(format!("{stem}-{n}{ext}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+/// Write `bytes` to `path` atomically: a temporary file beside it (its folder created), flushed
+/// to disk, then renamed over it. A reader sees the old file or the new one, never half of one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -281,5 +311,16 @@ mod tests {
         let t = super::now_utc();
         assert_eq!(t.len(), 20);
         assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T');
+    }
+
+    #[test]
+    fn unused_path_never_names_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.json");
+        assert_eq!(super::unused_path(&p), p);
+        std::fs::write(&p, "x").unwrap();
+        assert_eq!(super::unused_path(&p), dir.path().join("run-2.json"));
+        std::fs::write(dir.path().join("run-2.json"), "x").unwrap();
+        assert_eq!(super::unused_path(&p), dir.path().join("run-3.json"));
     }
 }

@@ -9,7 +9,7 @@
 //! finish one by one, so a stopped run leaves a partial result file of finished rows.
 
 use crate::debias::{self, DebiasMode, CONTENT_FREE};
-use crate::engine::{Engine, Prefix, Suffix};
+use crate::engine::{Engine, Prefix, Suffix, Unit};
 use crate::error::{Error, Result};
 use crate::evalset::EvalSet;
 use crate::math::{argmax, softmax};
@@ -627,8 +627,17 @@ fn score_prompts_with(
     let tree = build_trie(&seqs);
     let unique = tree.unique_tokens();
     let mut ctx = Exec { engine, config, specs, idx, seqs: &seqs, readings, on_batch, computed: 0 };
-    if tree.is_leaf() {
+    if config.mode == Mode::Readout && !config.levers.prefix_tree {
+        // Lever off: every prompt from scratch, nothing shared.
+        let flat: Vec<TrieNode> = (0..seqs.len())
+            .map(|i| TrieNode { rep: i, start: 0, end: seqs[i].len(), children: vec![], prompts: vec![i] })
+            .collect();
+        let root = TrieNode { rep: 0, start: 0, end: 0, children: flat, prompts: vec![] };
+        ctx.walk(&root)?;
+    } else if tree.is_leaf() {
         ctx.read_leaves(&Prefix::empty(), &[&tree])?;
+    } else if config.mode == Mode::Readout {
+        ctx.walk(&tree)?;
     } else {
         ctx.node(&tree, &Prefix::empty())?;
     }
@@ -647,6 +656,102 @@ struct Exec<'a, 'b> {
 }
 
 impl Exec<'_, '_> {
+    /// The readout's walk of the prompt tree, depth first, in passes of up to
+    /// `engine.pass_tokens()` new tokens. A unit is an inner node: its own tokens (the stem)
+    /// computed on its parent's prefix, with its leaf children read in the same pass under a tree
+    /// mask. A pass takes as many pending units as fit, so units of different parents (the
+    /// states of several items, the questions of several rows) share one set of matmuls.
+    ///
+    /// Cache policy: the pending units form the frontier of the depth-first walk; each holds its
+    /// parent's prefix, whose chunks are shared with its siblings, so memory is the keys and
+    /// values of the current path plus one stem per pending unit. Nothing else is kept.
+    fn walk(&mut self, root: &TrieNode) -> Result<bool> {
+        let budget = if self.config.levers.batched_suffixes { self.engine.pass_tokens() } else { 0 };
+        let mut stack: Vec<(&TrieNode, Prefix)> = vec![(root, Prefix::empty())];
+        while !stack.is_empty() {
+            let mut batch: Vec<(&TrieNode, Prefix)> = Vec::new();
+            let mut total = 0;
+            while let Some((n, _)) = stack.last() {
+                let cost = self.unit_tokens(n);
+                if !batch.is_empty() && total + cost > budget {
+                    break;
+                }
+                total += cost;
+                if let Some(item) = stack.pop() {
+                    batch.push(item);
+                }
+            }
+            let outs: Vec<(Prefix, Vec<crate::engine::Readout>)> =
+                if batch.len() == 1 && (total > self.engine.pass_tokens() || !self.config.levers.batched_suffixes) {
+                    // One unit alone: its stem in chunks, then its leaves (one pass each when
+                    // batching is off).
+                    let (n, parent) = &batch[0];
+                    let prefix = self.engine.extend(parent, &self.seqs[n.rep][n.start..n.end])?;
+                    let leaves = self.leaf_suffixes(n);
+                    let mut read = Vec::with_capacity(leaves.len());
+                    if self.config.levers.batched_suffixes {
+                        read = self.engine.read(&prefix, &leaves)?;
+                    } else {
+                        for l in &leaves {
+                            read.extend(self.engine.read(&prefix, std::slice::from_ref(l))?);
+                        }
+                    }
+                    vec![(prefix, read)]
+                } else {
+                    let units: Vec<Unit<'_>> = batch
+                        .iter()
+                        .map(|(n, parent)| Unit {
+                            parent,
+                            stem: &self.seqs[n.rep][n.start..n.end],
+                            leaves: self.leaf_suffixes(n),
+                        })
+                        .collect();
+                    self.engine.pass(&units)?.into_iter().map(|o| (o.prefix, o.readouts)).collect()
+                };
+            self.computed += total;
+            let mut read_now: Vec<usize> = Vec::new();
+            let mut next: Vec<(&TrieNode, Prefix)> = Vec::new();
+            for ((n, _), (prefix, readouts)) in batch.iter().zip(outs) {
+                let leaves = n.children.iter().filter(|c| c.is_leaf());
+                for (l, r) in leaves.zip(readouts) {
+                    for &p in &l.prompts {
+                        let pi = self.idx[p];
+                        self.readings.insert(
+                            pi,
+                            Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() },
+                        );
+                        read_now.push(pi);
+                    }
+                }
+                for c in n.children.iter().filter(|c| !c.is_leaf()) {
+                    next.push((c, prefix.clone()));
+                }
+            }
+            // Pushed in reverse so the first child is taken first.
+            stack.extend(next.into_iter().rev());
+            if !(self.on_batch)(&read_now, self.readings)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// New tokens a unit puts in a pass: its stem and its leaves.
+    fn unit_tokens(&self, n: &TrieNode) -> usize {
+        (n.end - n.start) + n.children.iter().filter(|c| c.is_leaf()).map(|c| c.end - c.start).sum::<usize>()
+    }
+
+    fn leaf_suffixes(&self, n: &TrieNode) -> Vec<Suffix<'_>> {
+        n.children
+            .iter()
+            .filter(|c| c.is_leaf())
+            .map(|l| Suffix {
+                tokens: &self.seqs[l.rep][l.start..l.end],
+                read: &self.specs[self.idx[l.prompts[0]]].letters,
+            })
+            .collect()
+    }
+
     /// Compute a node's tokens, read its leaves in one batch, recurse into the rest.
     /// Returns false when the caller asked to stop.
     fn node(&mut self, node: &TrieNode, parent: &Prefix) -> Result<bool> {

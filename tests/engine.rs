@@ -5,7 +5,7 @@
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix};
+use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix, Unit};
 use std::path::PathBuf;
 
 fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
@@ -89,6 +89,43 @@ fn batched_suffixes_equal_separate_reads() {
         }
         // The prefix is unchanged by reading on it.
         assert_eq!(pre.len(), prefix_ids.len());
+    }
+}
+
+#[test]
+fn one_pass_over_units_of_different_parents_equals_separate_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3] {
+        let e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
+        let enc = |t: &str| e.tokenizer().encode(t).unwrap();
+        let root = e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root.\n")).unwrap();
+        let other = e.extend(&root, &enc("A state under the root.")).unwrap();
+        let (stem_a, stem_b) = (enc("Stem of unit one"), enc("Unit two has its own, longer stem"));
+        let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
+        let read = [65u32, 66];
+        let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
+        let units = vec![
+            Unit { parent: &root, stem: &stem_a, leaves: sfx.clone() },
+            Unit { parent: &other, stem: &stem_b, leaves: sfx[..2].to_vec() },
+            Unit { parent: &root, stem: &[], leaves: sfx[2..].to_vec() },
+            Unit { parent: &other, stem: &stem_a, leaves: vec![] },
+        ];
+        let together = e.pass(&units).unwrap();
+        for (u, out) in units.iter().zip(&together) {
+            let prefix = e.extend(u.parent, u.stem).unwrap();
+            assert_eq!(out.prefix.tokens(), prefix.tokens());
+            let alone = e.read(&prefix, &u.leaves).unwrap();
+            assert_eq!(out.readouts.len(), alone.len());
+            for (a, b) in out.readouts.iter().zip(&alone) {
+                let d = max_diff(&a.logits, &b.logits);
+                assert!(d < 1e-4, "{arch:?}: {d}");
+            }
+            // The new prefix carries on exactly like one computed alone.
+            let tail = enc(" and on");
+            let x = e.read(&out.prefix, &[Suffix { tokens: &tail, read: &read }]).unwrap();
+            let y = e.read(&prefix, &[Suffix { tokens: &tail, read: &read }]).unwrap();
+            assert!(max_diff(&x[0].logits, &y[0].logits) < 1e-4);
+        }
     }
 }
 

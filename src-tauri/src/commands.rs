@@ -26,6 +26,7 @@ fn msg(e: impl std::fmt::Display) -> String {
 pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         score_texts,
+        example,
         load_rubric,
         save_rubric,
         list_eval_sets,
@@ -42,6 +43,21 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         pick_file,
         write_text_file
     ]
+}
+
+/// The bundled example: the support-ticket rubric and three texts to score with it, so a person
+/// can try the app before writing anything.
+#[derive(Debug, Serialize)]
+pub struct Example {
+    pub rubric: serde_json::Value,
+    pub texts: Vec<String>,
+}
+
+#[tauri::command]
+pub fn example() -> Res<Example> {
+    let rubric = serde_json::from_str(include_str!("../../examples/support-ticket.rubric.json")).map_err(msg)?;
+    let texts = include_str!("../../examples/support-tickets.txt").lines().map(str::to_string).collect();
+    Ok(Example { rubric, texts })
 }
 
 /// A text from the UI.
@@ -99,17 +115,44 @@ pub struct EvalSetEntry {
     pub rows: usize,
 }
 
+/// authored144 ships inside the app, so an installed app can run it without a checkout.
+const BUNDLED_SET: (&str, &str) = ("authored144.jsonl", include_str!("../../bench/evalsets/authored144.jsonl"));
+
+/// The bundled eval set as a file in the app's data folder (written once), so a result file can
+/// name it and its hash like any other set.
+fn bundled_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) -> Option<PathBuf> {
+    use tauri::Manager;
+    let dir = app.path().app_data_dir().ok()?.join("evalsets");
+    let path = dir.join(BUNDLED_SET.0);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(BUNDLED_SET.1) {
+        std::fs::create_dir_all(&dir).ok()?;
+        readout::results::write_atomic(&path, BUNDLED_SET.1.as_bytes()).ok()?;
+    }
+    Some(path)
+}
+
+/// The eval sets beside the bench folder (`../evalsets/*.jsonl`), then the bundled authored144
+/// when that folder does not have it.
 #[tauri::command]
-pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
+pub fn list_eval_sets<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    state: State<'_, AppState>,
+) -> Res<Vec<EvalSetEntry>> {
     let bench = state.settings().bench_dir;
     let dir = bench.parent().map(|p| p.join("evalsets")).unwrap_or_else(|| PathBuf::from("bench/evalsets"));
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
-        let p = e.path();
-        if p.extension().map(|x| x == "jsonl").unwrap_or(false) {
-            if let Ok(set) = EvalSet::load(&p, &LoadOptions::default()) {
-                out.push(EvalSetEntry { name: set.name.clone(), rows: set.n_criteria(), path: p });
-            }
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    files.retain(|p| p.extension().map(|x| x == "jsonl").unwrap_or(false));
+    if !files.iter().any(|p| p.file_name().map(|n| n == BUNDLED_SET.0).unwrap_or(false)) {
+        files.extend(bundled_set(&app));
+    }
+    for p in files {
+        if let Ok(set) = EvalSet::load(&p, &LoadOptions::default()) {
+            out.push(EvalSetEntry { name: set.name.clone(), rows: set.n_criteria(), path: p });
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -196,7 +239,8 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
         None => {
             let stem =
                 Path::new(&last.model.file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            state.settings().bench_dir.join(default_name(&last.eval_set.name, &stem, &last.config))
+            let path = state.settings().bench_dir.join(default_name(&last.eval_set.name, &stem, &last.config));
+            readout::results::unused_path(&path)
         }
     };
     if target.exists() {

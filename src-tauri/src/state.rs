@@ -28,13 +28,30 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            bench_dir: PathBuf::from("bench/results"),
+            bench_dir: default_bench_dir(),
             default_model: None,
             device: "auto".into(),
             threads: None,
             models: vec![],
         }
     }
+}
+
+/// Where result files go when the settings name no folder. From a checkout it is the
+/// repository's `bench/results` (where the CLI writes, so the app's files sit beside the CLI's);
+/// an installed app uses `Readout/results` in the user's documents folder.
+pub fn default_bench_dir() -> PathBuf {
+    let candidates = [
+        std::env::current_dir().ok().map(|d| d.join("bench").join("results")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("bench").join("results")),
+    ];
+    for dir in candidates.into_iter().flatten() {
+        if dir.is_dir() {
+            return dir.canonicalize().unwrap_or(dir);
+        }
+    }
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from);
+    home.unwrap_or_else(std::env::temp_dir).join("Documents").join("Readout").join("results")
 }
 
 /// The app's state, shared by every command.

@@ -105,8 +105,11 @@ fn rubrics_round_trip_and_bad_ones_are_refused() {
 fn evaluate_save_list_load_and_compare() {
     let app = app();
     let sets = call(&app, "list_eval_sets", json!({})).unwrap();
-    assert_eq!(sets[0]["name"], "small");
-    let path = sets[0]["path"].clone();
+    let names: Vec<&str> = sets.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    // The set beside the bench folder, and the bundled one (written into the app's data folder).
+    assert_eq!(names, ["authored144", "small"]);
+    assert_eq!(sets[0]["rows"], 144);
+    let path = sets[1]["path"].clone();
     let a = call(
         &app,
         "run_eval",
@@ -142,7 +145,7 @@ fn a_cancel_before_a_run_does_not_stop_the_next_one() {
     call(&app, "cancel_run", json!({})).unwrap();
     // The flag is reset when a run starts, so a fresh run completes.
     let sets = call(&app, "list_eval_sets", json!({})).unwrap();
-    let r = call(&app, "run_eval", json!({"request": {"evalSet": sets[0]["path"]}, "onProgress": "__CHANNEL__:3"}))
+    let r = call(&app, "run_eval", json!({"request": {"evalSet": sets[1]["path"]}, "onProgress": "__CHANNEL__:3"}))
         .unwrap();
     assert_eq!(r["status"], "complete");
 }
@@ -166,4 +169,64 @@ fn models_and_settings() {
         .contains("unknown device"));
     let missing = call(&app, "add_model", json!({"path": "/nope/model.gguf"})).unwrap_err();
     assert!(missing.as_str().unwrap().contains("does not exist"), "{missing}");
+}
+
+#[test]
+fn the_bundled_example_scores() {
+    let app = app();
+    let ex = call(&app, "example", json!({})).unwrap();
+    assert_eq!(ex["texts"].as_array().unwrap().len(), 3);
+    let texts: Vec<Value> = ex["texts"].as_array().unwrap().iter().map(|t| json!({"text": t})).collect();
+    let out = call(&app, "score_texts", json!({"rubric": ex["rubric"], "texts": texts})).unwrap();
+    assert_eq!(out.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn cancel_mid_run_gives_a_valid_partial_file() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use tauri::Manager;
+    let app = app();
+    let set = repo().join("bench/evalsets/authored144.jsonl");
+    let done = Arc::new(AtomicBool::new(false));
+    // Press Cancel again and again while the run goes: the flag is cleared when a run starts, so
+    // one press could land before it; later ones land between rows.
+    let canceller = {
+        let done = done.clone();
+        let flag = app._app.state::<AppState>().cancel.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+    };
+    let r = call(
+        &app,
+        "run_eval",
+        json!({"request": {"evalSet": set, "shots": 0, "debias": "cyclic"}, "onProgress": "__CHANNEL__:3"}),
+    );
+    done.store(true, Ordering::SeqCst);
+    canceller.join().unwrap();
+    let r = r.unwrap();
+    assert_eq!(r["status"], "partial", "{}", r["status"]);
+    let rows = r["rows"].as_array().unwrap().len();
+    assert!(rows < 144, "{rows} rows");
+    let saved = call(&app, "save_result", json!({})).unwrap();
+    let file = readout::results::ResultFile::load(std::path::Path::new(saved.as_str().unwrap())).unwrap();
+    assert_eq!(file.rows.len(), rows);
+}
+
+#[test]
+fn settings_persist_between_launches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config").join("settings.json");
+    let first = AppState::new(path.clone());
+    let s = Settings { threads: Some(2), device: "cpu".into(), bench_dir: dir.path().join("b"), ..Default::default() };
+    first.save_settings(s.clone()).unwrap();
+    drop(first);
+    assert_eq!(AppState::new(path).settings(), s);
+    // No file yet: the defaults, with a bench folder that is absolute.
+    let fresh = AppState::new(dir.path().join("none.json")).settings();
+    assert!(fresh.bench_dir.is_absolute(), "{}", fresh.bench_dir.display());
 }

@@ -1,9 +1,12 @@
 //! The KV cache as an immutable snapshot. A `Prefix` holds the keys and values of every token
-//! computed so far; extending it makes a new snapshot and leaves the parent intact, so one
-//! prefix (the system turn and shots, or a state) can carry many suffixes and be rolled back to
-//! for free. Tensors are reference-counted: a snapshot shares nothing it does not need to copy.
+//! computed so far, as a chain of reference-counted chunks (one per computed segment); extending
+//! it adds a chunk and leaves the parent intact, so one prefix (the system turn and shots, or a
+//! state) can carry many suffixes and be rolled back to for free, and the children of a prefix
+//! share its chunks instead of copying them. That is what bounds the cache's memory when a
+//! whole run's prompt tree is scored: a pending node holds only its own tokens' keys and values.
 
 use candle_core::Tensor;
+use std::sync::Arc;
 
 /// Keys and values of one layer, shaped `[kv_heads, tokens, head_dim]`.
 #[derive(Clone, Debug)]
@@ -12,10 +15,17 @@ pub struct LayerKv {
     pub v: Tensor,
 }
 
-/// A computed prefix: its tokens and, per layer, their keys and values.
+/// The keys and values of a run of consecutive tokens, every layer.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub layers: Vec<LayerKv>,
+    pub len: usize,
+}
+
+/// A computed prefix: its tokens and the chunks of keys and values that cover them, in order.
 #[derive(Clone, Debug, Default)]
 pub struct Prefix {
-    pub(crate) layers: Vec<LayerKv>,
+    pub(crate) chunks: Vec<Arc<Chunk>>,
     pub(crate) tokens: Vec<u32>,
 }
 
@@ -39,23 +49,60 @@ impl Prefix {
         &self.tokens
     }
 
-    /// Bytes of key/value storage this snapshot holds (f32).
+    /// Bytes of key/value storage this snapshot refers to (f32), shared chunks included.
     pub fn bytes(&self) -> usize {
-        self.layers.iter().map(|l| (l.k.elem_count() + l.v.elem_count()) * 4).sum()
+        self.chunks.iter().flat_map(|c| c.layers.iter()).map(|l| (l.k.elem_count() + l.v.elem_count()) * 4).sum()
     }
-}
 
-impl Prefix {
-    /// The snapshot of the first `keep` tokens (a view; nothing is recomputed).
+    /// This prefix followed by `tokens`, whose keys and values are `layers` (`[kv_heads, n, hd]`).
+    pub(crate) fn push(&self, layers: Vec<LayerKv>, tokens: &[u32]) -> Prefix {
+        let mut chunks = self.chunks.clone();
+        if !tokens.is_empty() {
+            chunks.push(Arc::new(Chunk { layers, len: tokens.len() }));
+        }
+        let mut all = self.tokens.clone();
+        all.extend_from_slice(tokens);
+        Prefix { chunks, tokens: all }
+    }
+
+    /// Keys and values of layer `li` over the whole prefix (`None` when empty). One chunk is
+    /// returned as it is; several are concatenated for this call only.
+    pub(crate) fn layer(&self, li: usize) -> candle_core::Result<Option<(Tensor, Tensor)>> {
+        match self.chunks.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some((one.layers[li].k.clone(), one.layers[li].v.clone()))),
+            many => {
+                let ks: Vec<&Tensor> = many.iter().map(|c| &c.layers[li].k).collect();
+                let vs: Vec<&Tensor> = many.iter().map(|c| &c.layers[li].v).collect();
+                Ok(Some((Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?)))
+            }
+        }
+    }
+
+    /// The snapshot of the first `keep` tokens (views; nothing is recomputed).
     pub fn truncated(&self, keep: usize) -> crate::error::Result<Prefix> {
         if keep >= self.len() {
             return Ok(self.clone());
         }
-        let layers = self
-            .layers
-            .iter()
-            .map(|l| Ok(LayerKv { k: l.k.narrow(1, 0, keep)?, v: l.v.narrow(1, 0, keep)? }))
-            .collect::<candle_core::Result<Vec<_>>>()?;
-        Ok(Prefix { layers, tokens: self.tokens[..keep].to_vec() })
+        let mut chunks = Vec::new();
+        let mut have = 0;
+        for c in &self.chunks {
+            if have + c.len <= keep {
+                chunks.push(c.clone());
+                have += c.len;
+                continue;
+            }
+            let take = keep - have;
+            if take > 0 {
+                let layers = c
+                    .layers
+                    .iter()
+                    .map(|l| Ok(LayerKv { k: l.k.narrow(1, 0, take)?, v: l.v.narrow(1, 0, take)? }))
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                chunks.push(Arc::new(Chunk { layers, len: take }));
+            }
+            break;
+        }
+        Ok(Prefix { chunks, tokens: self.tokens[..keep].to_vec() })
     }
 }

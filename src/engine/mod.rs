@@ -66,6 +66,22 @@ pub struct Suffix<'a> {
     pub read: &'a [u32],
 }
 
+/// One unit of a pass: compute `stem` on top of `parent`, and read the letters at the end of
+/// each leaf (leaves continue the stem).
+#[derive(Debug, Clone)]
+pub struct Unit<'a> {
+    pub parent: &'a Prefix,
+    pub stem: &'a [u32],
+    pub leaves: Vec<Suffix<'a>>,
+}
+
+/// What a unit gives back: the parent extended by the stem, and one readout per leaf.
+#[derive(Debug, Clone)]
+pub struct UnitOut {
+    pub prefix: Prefix,
+    pub readouts: Vec<Readout>,
+}
+
 /// A model ready to read out.
 pub struct Engine {
     info: ModelInfo,
@@ -168,18 +184,25 @@ impl Engine {
         Ok(ids)
     }
 
+    /// Most new tokens the engine puts in one forward pass; a caller batching units fills passes
+    /// up to this.
+    pub fn pass_tokens(&self) -> usize {
+        self.max_batch_tokens
+    }
+
+    /// Set the most new tokens per pass (at least 1). Larger passes make larger matmuls (faster
+    /// per token on CPU) and hold more activations.
+    pub fn set_pass_tokens(&mut self, n: usize) {
+        self.max_batch_tokens = n.max(1);
+    }
+
     /// Compute `tokens` on top of `parent`, giving a longer prefix. `parent` is unchanged.
     pub fn extend(&self, parent: &Prefix, tokens: &[u32]) -> Result<Prefix> {
-        if tokens.is_empty() {
-            return Ok(parent.clone());
-        }
-        self.check_context(parent.len() + tokens.len())?;
         let mut cur = parent.clone();
         for chunk in tokens.chunks(self.max_batch_tokens) {
-            let positions: Vec<u32> = (cur.len()..cur.len() + chunk.len()).map(|p| p as u32).collect();
-            let mask = Transformer::tree_mask(cur.len(), &[chunk.len()], self.device())?;
-            let (_, new_kv) = self.model.forward(chunk, &positions, &cur, &mask)?;
-            cur = append(&cur, new_kv, chunk)?;
+            let unit = Unit { parent: &cur, stem: chunk, leaves: vec![] };
+            let out = self.pass(std::slice::from_ref(&unit))?;
+            cur = out.into_iter().next().map(|o| o.prefix).unwrap_or_else(|| cur.clone());
         }
         Ok(cur)
     }
@@ -197,53 +220,118 @@ impl Engine {
                 total += suffixes[end].tokens.len();
                 end += 1;
             }
-            out.extend(self.read_batch(prefix, &suffixes[start..end])?);
+            let unit = Unit { parent: prefix, stem: &[], leaves: suffixes[start..end].to_vec() };
+            out.extend(self.pass(std::slice::from_ref(&unit))?.into_iter().flat_map(|o| o.readouts));
             start = end;
         }
         Ok(out)
     }
 
-    fn read_batch(&self, prefix: &Prefix, batch: &[Suffix<'_>]) -> Result<Vec<Readout>> {
-        let lens: Vec<usize> = batch.iter().map(|s| s.tokens.len()).collect();
-        if let Some(i) = lens.iter().position(|&l| l == 0) {
-            return Err(Error::Candle(candle_core::Error::Msg(format!(
-                "suffix {i} is empty; the plan must leave at least one token after the prefix"
-            ))));
+    /// One forward pass over several units. Each unit computes its stem on top of its own
+    /// parent prefix (giving the unit's new prefix) and reads the letters at the end of each of
+    /// its leaves, which continue the stem and see only the parent, the stem and their own
+    /// earlier tokens (a tree mask). Units of different parents share the pass: the matmuls run
+    /// once over all their rows, attention runs per unit. A caller keeps the pass within
+    /// `pass_tokens()`; this does not split it.
+    pub fn pass(&self, units: &[Unit<'_>]) -> Result<Vec<UnitOut>> {
+        let mut seg_tokens: Vec<Vec<u32>> = Vec::with_capacity(units.len());
+        for u in units {
+            if let Some(i) = u.leaves.iter().position(|l| l.tokens.is_empty()) {
+                return Err(Error::Candle(candle_core::Error::Msg(format!(
+                    "suffix {i} is empty; the plan must leave at least one token after the prefix"
+                ))));
+            }
+            let longest = u.leaves.iter().map(|l| l.tokens.len()).max().unwrap_or(0);
+            self.check_context(u.parent.len() + u.stem.len() + longest)?;
+            let mut tokens = u.stem.to_vec();
+            for l in &u.leaves {
+                tokens.extend_from_slice(l.tokens);
+            }
+            seg_tokens.push(tokens);
         }
-        let longest = lens.iter().copied().max().unwrap_or(0);
-        self.check_context(prefix.len() + longest)?;
-        let mut tokens = Vec::with_capacity(lens.iter().sum());
-        let mut positions = Vec::with_capacity(tokens.capacity());
-        let mut rows = Vec::with_capacity(batch.len());
-        for s in batch {
-            tokens.extend_from_slice(s.tokens);
-            positions.extend((prefix.len()..prefix.len() + s.tokens.len()).map(|p| p as u32));
-            rows.push((tokens.len() - 1) as u32);
+        // Units with nothing to compute give their parent back and take no part in the pass.
+        let busy: Vec<usize> = (0..units.len()).filter(|&i| !seg_tokens[i].is_empty()).collect();
+        let mut read_rows: Vec<u32> = Vec::new();
+        let mut offset = 0usize;
+        let mut segs = Vec::with_capacity(busy.len());
+        for (i, tokens) in seg_tokens.into_iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+            let u = &units[i];
+            let base = u.parent.len();
+            let mut positions: Vec<u32> = (base..base + u.stem.len()).map(|p| p as u32).collect();
+            let mut end = offset + u.stem.len();
+            for l in &u.leaves {
+                let at = base + u.stem.len();
+                positions.extend((at..at + l.tokens.len()).map(|p| p as u32));
+                end += l.tokens.len();
+                read_rows.push((end - 1) as u32);
+            }
+            let lens: Vec<usize> = u.leaves.iter().map(|l| l.tokens.len()).collect();
+            let mask = Transformer::stem_tree_mask(base, u.stem.len(), &lens, self.device())?;
+            offset += tokens.len();
+            segs.push(model::Segment { past: u.parent, tokens, positions, mask });
         }
-        let mask = Transformer::tree_mask(prefix.len(), &lens, self.device())?;
-        let (hidden, _) = self.model.forward(&tokens, &positions, prefix, &mask)?;
+        let mut out: Vec<UnitOut> =
+            units.iter().map(|u| UnitOut { prefix: u.parent.clone(), readouts: vec![] }).collect();
+        if segs.is_empty() {
+            return Ok(out);
+        }
+        let (hidden, new_kv) = self.model.forward(&segs)?;
+        drop(segs);
+        let readouts = if read_rows.is_empty() {
+            vec![]
+        } else {
+            let reads: Vec<&[u32]> = busy.iter().flat_map(|&i| units[i].leaves.iter().map(|l| l.read)).collect();
+            self.head(&hidden, &read_rows, &reads)?
+        };
+        let mut readouts = readouts.into_iter();
+        for (&i, kv) in busy.iter().zip(new_kv) {
+            let u = &units[i];
+            if !u.stem.is_empty() {
+                let n = u.stem.len();
+                let layers = kv
+                    .into_iter()
+                    .map(|l| {
+                        if l.k.dim(1)? == n {
+                            Ok(l)
+                        } else {
+                            Ok(kv::LayerKv {
+                                k: l.k.narrow(1, 0, n)?.contiguous()?,
+                                v: l.v.narrow(1, 0, n)?.contiguous()?,
+                            })
+                        }
+                    })
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                out[i].prefix = u.parent.push(layers, u.stem);
+            }
+            out[i].readouts = readouts.by_ref().take(u.leaves.len()).collect();
+        }
+        Ok(out)
+    }
+
+    /// Letter logits at `rows` of `hidden`; `reads[i]` are the tokens read at `rows[i]`.
+    fn head(&self, hidden: &Tensor, rows: &[u32], reads: &[&[u32]]) -> Result<Vec<Readout>> {
         if self.prune_head {
-            let mut all: Vec<u32> = batch.iter().flat_map(|s| s.read.iter().copied()).collect();
+            let mut all: Vec<u32> = reads.iter().flat_map(|r| r.iter().copied()).collect();
             all.sort_unstable();
             all.dedup();
             let ids = Tensor::from_slice(&all, all.len(), self.device())?;
-            let logits: Vec<Vec<f32>> = self.model.head_at(&hidden, &rows, Some(&ids))?.to_vec2()?;
-            Ok(batch
+            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, Some(&ids))?.to_vec2()?;
+            Ok(reads
                 .iter()
                 .zip(logits)
-                .map(|(s, row)| Readout {
-                    logits: s.read.iter().map(|id| row[all.binary_search(id).unwrap_or(0)]).collect(),
+                .map(|(read, row)| Readout {
+                    logits: read.iter().map(|id| row[all.binary_search(id).unwrap_or(0)]).collect(),
                     letter_mass: None,
                 })
                 .collect())
         } else {
-            let logits: Vec<Vec<f32>> = self.model.head_at(&hidden, &rows, None)?.to_vec2()?;
-            Ok(batch
+            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, None)?.to_vec2()?;
+            Ok(reads
                 .iter()
                 .zip(logits)
-                .map(|(s, row)| {
+                .map(|(read, row)| {
                     let picked: Vec<f32> =
-                        s.read.iter().map(|&id| row.get(id as usize).copied().unwrap_or(f32::NEG_INFINITY)).collect();
+                        read.iter().map(|&id| row.get(id as usize).copied().unwrap_or(f32::NEG_INFINITY)).collect();
                     let mass = (crate::math::log_sum_exp(&picked) - crate::math::log_sum_exp(&row)).exp();
                     Readout { logits: picked, letter_mass: Some(mass) }
                 })
@@ -258,10 +346,11 @@ impl Engine {
         }
         self.check_context(prefix.len() + tokens.len())?;
         let positions: Vec<u32> = (prefix.len()..prefix.len() + tokens.len()).map(|p| p as u32).collect();
-        let mask = Transformer::tree_mask(prefix.len(), &[tokens.len()], self.device())?;
-        let (hidden, new_kv) = self.model.forward(tokens, &positions, prefix, &mask)?;
+        let mask = Transformer::stem_tree_mask(prefix.len(), tokens.len(), &[], self.device())?;
+        let seg = model::Segment { past: prefix, tokens: tokens.to_vec(), positions, mask };
+        let (hidden, mut new_kv) = self.model.forward(std::slice::from_ref(&seg))?;
         let logits = self.model.head_at(&hidden, &[(tokens.len() - 1) as u32], None)?.squeeze(0)?.to_vec1()?;
-        Ok((append(prefix, new_kv, tokens)?, logits))
+        Ok((prefix.push(new_kv.pop().unwrap_or_default(), tokens), logits))
     }
 
     fn check_context(&self, tokens: usize) -> Result<()> {
@@ -271,20 +360,4 @@ impl Engine {
         }
         Ok(())
     }
-}
-
-fn append(parent: &Prefix, new_kv: Vec<kv::LayerKv>, tokens: &[u32]) -> Result<Prefix> {
-    let layers = if parent.layers.is_empty() {
-        new_kv
-    } else {
-        parent
-            .layers
-            .iter()
-            .zip(new_kv)
-            .map(|(p, n)| Ok(kv::LayerKv { k: Tensor::cat(&[&p.k, &n.k], 1)?, v: Tensor::cat(&[&p.v, &n.v], 1)? }))
-            .collect::<candle_core::Result<Vec<_>>>()?
-    };
-    let mut all = parent.tokens.clone();
-    all.extend_from_slice(tokens);
-    Ok(Prefix { layers, tokens: all })
 }

@@ -93,6 +93,16 @@ pub(crate) struct Layer {
     pub w_down: Linear,
 }
 
+/// New tokens on top of a cached prefix, one part of a pass.
+pub(crate) struct Segment<'a> {
+    pub past: &'a Prefix,
+    pub tokens: Vec<u32>,
+    /// Position of each token (the prefix length onwards, or branch-relative for tree suffixes).
+    pub positions: Vec<u32>,
+    /// Additive mask `[tokens, past.len() + tokens]`.
+    pub mask: Tensor,
+}
+
 /// A decoder-only transformer with tied or separate LM head.
 pub(crate) struct Transformer {
     pub cfg: ModelConfig,
@@ -127,20 +137,18 @@ impl Transformer {
         Ok((Tensor::from_vec(cos, (n, half), device)?, Tensor::from_vec(sin, (n, half), device)?))
     }
 
-    /// Run `tokens` (at `positions`) over `past`. `mask` is additive, `[S, past.len() + S]`.
-    /// Returns the final-layer hidden states `[S, hidden]` (before the output norm) and each
-    /// layer's new keys and values.
-    pub(crate) fn forward(
-        &self,
-        tokens: &[u32],
-        positions: &[u32],
-        past: &Prefix,
-        mask: &Tensor,
-    ) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
+    /// One pass over several segments, each a run of new tokens on top of its own cached
+    /// prefix. The projections and the MLP run once over all rows together (one large matmul
+    /// instead of many small ones); attention runs per segment against that segment's prefix
+    /// under its mask. Returns the final-layer hidden states of all rows, segment after segment
+    /// (before the output norm), and each segment's new keys and values per layer.
+    pub(crate) fn forward(&self, segs: &[Segment<'_>]) -> candle_core::Result<(Tensor, Vec<Vec<LayerKv>>)> {
         let cfg = &self.cfg;
+        let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
+        let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
         let s = tokens.len();
-        let ids = Tensor::from_slice(tokens, s, &self.device)?;
-        let pos = Tensor::from_slice(positions, s, &self.device)?;
+        let ids = Tensor::from_slice(&tokens, s, &self.device)?;
+        let pos = Tensor::from_slice(&positions, s, &self.device)?;
         let cos = self.cos.index_select(&pos, 0)?;
         let sin = self.sin.index_select(&pos, 0)?;
         let mut x = self.embed.index_select(&ids, 0)?;
@@ -148,8 +156,15 @@ impl Transformer {
         let group = h / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
         let eps = cfg.rms_eps as f32;
-        let mask = mask.unsqueeze(0)?.unsqueeze(0)?; // [1, 1, S, T]
-        let mut new_kv = Vec::with_capacity(self.layers.len());
+        let masks: Vec<Tensor> =
+            segs.iter().map(|g| g.mask.unsqueeze(0)?.unsqueeze(0)).collect::<candle_core::Result<_>>()?; // [1, 1, s, T]
+        let mut offsets = Vec::with_capacity(segs.len());
+        let mut o = 0;
+        for g in segs {
+            offsets.push(o);
+            o += g.tokens.len();
+        }
+        let mut new_kv: Vec<Vec<LayerKv>> = segs.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
         for (li, layer) in self.layers.iter().enumerate() {
             let xn = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
             let q = layer.wq.forward(&xn)?.reshape((s, h, hd))?;
@@ -174,21 +189,33 @@ impl Transformer {
                     (candle_nn::rotary_emb::rope(&q, &cos, &sin)?, candle_nn::rotary_emb::rope(&k, &cos, &sin)?)
                 }
             };
+            let q = q.squeeze(0)?; // [h, S, hd]
             let k = k.squeeze(0)?; // [kvh, S, hd]
             let v = v.transpose(0, 1)?.contiguous()?; // [kvh, S, hd]
-            let (k_all, v_all) = match past.layers.get(li) {
-                Some(p) => (Tensor::cat(&[&p.k, &k], 1)?, Tensor::cat(&[&p.v, &v], 1)?),
-                None => (k.clone(), v.clone()),
-            };
-            let t = k_all.dim(1)?;
-            // Grouped-query attention without repeating K/V: fold the query heads of a group
-            // into the row dimension.
-            let q = q.squeeze(0)?.reshape((kvh, group * s, hd))?;
-            let att = (q.matmul(&k_all.t()?)? * scale)?; // [kvh, group*S, T]
-            let att = att.reshape((kvh, group, s, t))?.broadcast_add(&mask)?;
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let out = att.reshape((kvh, group * s, t))?.matmul(&v_all)?; // [kvh, group*S, hd]
-            let out = out.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?;
+            let mut outs = Vec::with_capacity(segs.len());
+            for (gi, g) in segs.iter().enumerate() {
+                let (off, n) = (offsets[gi], g.tokens.len());
+                let (qg, kg, vg) = if segs.len() == 1 {
+                    (q.clone(), k.clone(), v.clone())
+                } else {
+                    (q.narrow(1, off, n)?, k.narrow(1, off, n)?.contiguous()?, v.narrow(1, off, n)?.contiguous()?)
+                };
+                let (k_all, v_all) = match g.past.layer(li)? {
+                    Some((pk, pv)) => (Tensor::cat(&[&pk, &kg], 1)?, Tensor::cat(&[&pv, &vg], 1)?),
+                    None => (kg.clone(), vg.clone()),
+                };
+                let t = k_all.dim(1)?;
+                // Grouped-query attention without repeating K/V: fold the query heads of a
+                // group into the row dimension.
+                let qg = qg.contiguous()?.reshape((kvh, group * n, hd))?;
+                let att = (qg.matmul(&k_all.t()?)? * scale)?; // [kvh, group*n, T]
+                let att = att.reshape((kvh, group, n, t))?.broadcast_add(&masks[gi])?;
+                let att = candle_nn::ops::softmax_last_dim(&att)?;
+                let out = att.reshape((kvh, group * n, t))?.matmul(&v_all)?; // [kvh, group*n, hd]
+                outs.push(out.reshape((h, n, hd))?.transpose(0, 1)?.reshape((n, h * hd))?);
+                new_kv[gi].push(LayerKv { k: kg, v: vg });
+            }
+            let out = Tensor::cat(&outs, 0)?;
             let out = layer.wo.forward(&out)?;
             x = (x + out)?;
             let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
@@ -196,7 +223,6 @@ impl Transformer {
             let up = layer.w_up.forward(&xn)?;
             let ff = layer.w_down.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
             x = (x + ff)?;
-            new_kv.push(LayerKv { k, v });
         }
         Ok((x, new_kv))
     }
@@ -216,17 +242,26 @@ impl Transformer {
         }
     }
 
-    /// Additive mask for `groups` of new tokens over a prefix of `past` tokens: every new token
-    /// sees the whole prefix and the earlier tokens of its own group.
-    pub(crate) fn tree_mask(past: usize, groups: &[usize], device: &Device) -> candle_core::Result<Tensor> {
-        let s: usize = groups.iter().sum();
+    /// Additive mask for a stem of `stem` tokens followed by `groups` of leaf tokens, over a
+    /// prefix of `past` tokens: stem tokens see the prefix and the earlier stem tokens; a leaf
+    /// token sees the prefix, the whole stem and the earlier tokens of its own group.
+    pub(crate) fn stem_tree_mask(
+        past: usize,
+        stem: usize,
+        groups: &[usize],
+        device: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let s: usize = stem + groups.iter().sum::<usize>();
         let t = past + s;
         let mut m = vec![f32::NEG_INFINITY; s * t];
-        let mut start = 0;
+        for i in 0..stem {
+            m[i * t..i * t + past + i + 1].fill(0.0);
+        }
+        let mut start = stem;
         for &g in groups {
             for i in 0..g {
                 let row = (start + i) * t;
-                m[row..row + past].fill(0.0);
+                m[row..row + past + stem].fill(0.0);
                 m[row + past + start..row + past + start + i + 1].fill(0.0);
             }
             start += g;
@@ -241,11 +276,24 @@ mod tests {
 
     #[test]
     fn tree_mask_shapes_and_visibility() {
-        let m = Transformer::tree_mask(2, &[2, 1], &Device::Cpu).unwrap();
+        let m = Transformer::stem_tree_mask(2, 0, &[2, 1], &Device::Cpu).unwrap();
         let v: Vec<Vec<f32>> = m.to_vec2().unwrap();
         let seen = |r: usize| v[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
         assert_eq!(seen(0), vec![1, 1, 1, 0, 0]);
         assert_eq!(seen(1), vec![1, 1, 1, 1, 0]);
         assert_eq!(seen(2), vec![1, 1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn stem_tree_mask_leaves_see_the_stem() {
+        // past 1, stem 2, leaves of 1 and 2 tokens.
+        let m = Transformer::stem_tree_mask(1, 2, &[1, 2], &Device::Cpu).unwrap();
+        let v: Vec<Vec<f32>> = m.to_vec2().unwrap();
+        let seen = |r: usize| v[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
+        assert_eq!(seen(0), vec![1, 1, 0, 0, 0, 0]);
+        assert_eq!(seen(1), vec![1, 1, 1, 0, 0, 0]);
+        assert_eq!(seen(2), vec![1, 1, 1, 1, 0, 0]);
+        assert_eq!(seen(3), vec![1, 1, 1, 0, 1, 0]);
+        assert_eq!(seen(4), vec![1, 1, 1, 0, 1, 1]);
     }
 }

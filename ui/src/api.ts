@@ -32,6 +32,8 @@ export interface ScoreRequest {
 /** The backend, as the UI sees it. Both the Tauri and the mock implementation provide it. */
 export interface Backend {
   scoreTexts(req: ScoreRequest): Promise<TextResult[]>;
+  /** The bundled example rubric and texts. */
+  example(): Promise<{ rubric: Rubric; texts: string[] }>;
   loadRubric(path: string): Promise<Rubric>;
   saveRubric(path: string, rubric: Rubric): Promise<void>;
   listEvalSets(): Promise<EvalSetInfo[]>;
@@ -58,12 +60,13 @@ const strip = <T extends object>(o: T): T =>
 const tauriBackend: Backend = {
   scoreTexts: ({ rubric, texts, debias, model }) =>
     invoke<TextResult[]>('score_texts', strip({ rubric, texts, debias, model })),
+  example: () => invoke<{ rubric: Rubric; texts: string[] }>('example'),
   loadRubric: (path) => invoke<Rubric>('load_rubric', { path }),
   saveRubric: (path, rubric) => invoke<void>('save_rubric', { path, rubric }),
   listEvalSets: () => invoke<EvalSetInfo[]>('list_eval_sets'),
   runEval: (req, onProgress) => {
     const channel = new Channel<Progress>(onProgress);
-    return invoke<ResultFile>('run_eval', strip({ ...req, onProgress: channel }));
+    return invoke<ResultFile>('run_eval', { request: strip(req), onProgress: channel });
   },
   cancelRun: () => invoke<void>('cancel_run'),
   saveResult: (path) => invoke<string>('save_result', strip({ path })),
@@ -107,6 +110,7 @@ const call =
   };
 
 export const scoreTexts = call('scoreTexts');
+export const example = call('example');
 export const loadRubric = call('loadRubric');
 export const saveRubric = call('saveRubric');
 export const listEvalSets = call('listEvalSets');

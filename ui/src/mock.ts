@@ -265,6 +265,18 @@ export function createMockBackend(): Backend {
       });
     },
 
+    async example() {
+      await latency();
+      return {
+        rubric: clone(exampleRubric as Rubric),
+        texts: [
+          'I was charged twice this month, please refund one of them.',
+          'The app crashes every time I open the settings page.',
+          'How do I change the email address on my account?',
+        ],
+      };
+    },
+
     async loadRubric(path) {
       await latency();
       failIf('load_rubric', `${path}: No such file or directory (os error 2)`);

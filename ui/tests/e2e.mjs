@@ -73,6 +73,20 @@ export const tests = [
     },
   },
   {
+    name: 'score: "Try the example" fills texts and rubric',
+    async run({ page, url }) {
+      await page.goto(url());
+      await page.click('[data-testid="try-example"]');
+      await visible(page, '[data-testid="rubric-summary"]');
+      assert.match(await text(page, '[data-testid="rubric-summary"]'), /support-ticket/);
+      assert.equal((await page.inputValue('#texts')).split('\n').length, 3);
+      assert.ok(!(await page.locator('[data-testid="score-button"]').isDisabled()), 'Score is enabled');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      assert.equal(await page.locator('[data-testid="score-table"] tbody tr').count(), 3);
+    },
+  },
+  {
     name: 'score: write a rubric in the form, save it; one ordering says "not checked"',
     async run({ page, url, shot }) {
       await page.goto(url());

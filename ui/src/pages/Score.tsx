@@ -1,6 +1,6 @@
 // Score: texts + a rubric → the model's answer to every question for every text.
 import { useState } from 'preact/hooks';
-import { errorMessage, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../api';
+import { errorMessage, example, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../api';
 import { RubricEditor } from '../components/RubricEditor';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { answersCsv, answersJson } from '../lib/answers';
@@ -153,6 +153,26 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
     }
   }
 
+  /** Fill in the bundled example: three support tickets and the support-ticket rubric. */
+  async function tryExample() {
+    setRubricError(null);
+    setRubricNote(null);
+    try {
+      setRubricBusy('Opening the example…');
+      const ex = await example();
+      setFile(null);
+      setOnePerLine(true);
+      setPasted(ex.texts.join('\n'));
+      setDraft(fromRubric(ex.rubric));
+      setRubricFrom('the bundled example');
+      setEditing(false);
+    } catch (e) {
+      setRubricError(errorMessage(e));
+    } finally {
+      setRubricBusy(null);
+    }
+  }
+
   async function saveTheRubric() {
     if (!draft) return;
     setRubricError(null);
@@ -235,7 +255,16 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
         <p class="lead">Paste texts, choose the questions to ask (a rubric), and the model answers each question with a probability.</p>
       </header>
 
-      <Card step={1} title="Texts" testid="texts-card">
+      <Card
+        step={1}
+        title="Texts"
+        testid="texts-card"
+        actions={
+          <button type="button" class="secondary" onClick={tryExample} disabled={!!rubricBusy} data-testid="try-example">
+            Try the example
+          </button>
+        }
+      >
         {file ? (
           <div class="file-chip">
             <span>

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The real app in a real window under Xvfb, on the real default model, driven through its webview
+# by WebDriver: ui/tests/window.mjs scores the bundled example, runs authored144 (3 shots, cyclic),
+# saves the result into a bench folder beside copies of the CLI's files, checks the Results table,
+# and has `readout compare` read the app's file. Screenshots go to src-tauri/screenshots/window-*.png.
+#
+# Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
+# ui/node_modules (`npm ci` in ui), the default model (models/fetch), and both release binaries
+# (`cargo build --release` at the top and in src-tauri). .ci/run sets all of this up.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo="$(pwd)"
+target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+app="$target/release/readout-app"
+cli="$target/release/readout"
+for f in "$app" "$cli"; do
+  [ -x "$f" ] || { echo "$f is missing: build it with cargo build --release (top level and src-tauri)" >&2; exit 2; }
+done
+command -v tauri-driver >/dev/null || { echo "tauri-driver is missing: cargo install tauri-driver --locked" >&2; exit 2; }
+command -v WebKitWebDriver >/dev/null || { echo "WebKitWebDriver is missing: apt-get install -y webkit2gtk-driver" >&2; exit 2; }
+model="$repo/models/$(awk '!/^#/{print $2; exit}' models/manifest)"
+[ -f "$model" ] || { echo "the default model is missing: run models/fetch" >&2; exit 2; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# A fresh home for the app: its settings and data folders, and a bench folder with the CLI's files.
+mkdir -p "$work/config/dev.readout.app" "$work/data" "$work/bench/results" "$work/bench/evalsets"
+cp bench/results/authored144_*.json "$work/bench/results/"
+cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
+cat >"$work/config/dev.readout.app/settings.json" <<JSON
+{ "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu" }
+JSON
+
+export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data"
+export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results"
+export CLI_CYCLIC="$work/bench/results/authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json"
+export SHOTS_DIR="$repo/src-tauri/screenshots"
+# WebKit in a VM without a GPU: software GL. (Turning compositing off makes WebDriver screenshots hang.)
+export LIBGL_ALWAYS_SOFTWARE=1
+
+xvfb-run -a -s "-screen 0 1280x900x24" bash -c '
+  tauri-driver --port 4444 >"$0/tauri-driver.log" 2>&1 &
+  driver=$!
+  for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/4444) 2>/dev/null && break; sleep 0.2; done
+  status=0
+  node ui/tests/window.mjs || status=$?
+  kill $driver 2>/dev/null || true
+  [ $status = 0 ] || { echo "--- tauri-driver log"; tail -40 "$0/tauri-driver.log"; }
+  exit $status
+' "$work"

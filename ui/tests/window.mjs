@@ -1,0 +1,202 @@
+// The real app in a real window, on the real default model, driven through its webview by
+// WebDriver (tauri-driver in front of Debian's WebKitWebDriver). Run it through
+// src-tauri/window-test.sh, which starts Xvfb and tauri-driver and gives the app a fresh settings
+// folder and a bench folder holding copies of the CLI's result files.
+//
+// What a person would do: score the bundled example; run authored144 with 3 shots and cyclic
+// option order while the progress bar moves; save the result file into the bench folder; find it
+// in the Results table beside the CLI's files; then `readout compare` reads the app's file.
+// Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
+//
+// Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
+// bench folder), CLI_CYCLIC (the CLI's 3-shot cyclic result file), SHOTS_DIR (where to write
+// screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Builder, By, Capabilities, until } from 'selenium-webdriver';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set; run this through src-tauri/window-test.sh`);
+  return v;
+};
+const app = env('APP');
+const cli = env('READOUT_CLI');
+const bench = env('BENCH');
+const cliCyclic = env('CLI_CYCLIC');
+const shotsDir = env('SHOTS_DIR');
+mkdirSync(shotsDir, { recursive: true });
+
+const caps = new Capabilities();
+caps.setBrowserName('wry');
+caps.set('tauri:options', { application: app });
+const driver = await new Builder()
+  .withCapabilities(caps)
+  .usingServer(process.env.DRIVER ?? 'http://127.0.0.1:4444/')
+  .build();
+
+await driver.manage().setTimeouts({ pageLoad: 60_000, script: 60_000 });
+const started = Date.now();
+// A hung step fails the test instead of hanging CI.
+const watchdog = setTimeout(() => {
+  console.error('FAIL: the window test took longer than 20 minutes');
+  process.exit(1);
+}, 20 * 60_000);
+watchdog.unref();
+const log = (m) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${m}`);
+const css = (s) => By.css(s);
+const find = (s, ms = 20_000) => driver.wait(until.elementLocated(css(s)), ms, `waiting for ${s}`);
+const visible = async (s, ms = 20_000) => driver.wait(until.elementIsVisible(await find(s, ms)), ms, `waiting for ${s} to show`);
+const textOf = async (s) => (await (await find(s)).getText()).trim();
+const click = async (s) => (await visible(s)).click();
+/** Screenshot the window; with `at`, scrolled so that element is at the top (where a person looks). */
+const shot = async (name, at) => {
+  await driver.executeScript(
+    `document.activeElement?.blur?.();
+     const el = arguments[0] && document.querySelector(arguments[0]);
+     if (el) el.scrollIntoView({ block: 'start' }); else window.scrollTo(0, 0);`,
+    at ?? null,
+  );
+  await driver.sleep(150);
+  writeFileSync(join(shotsDir, `window-${name}.png`), await driver.takeScreenshot(), 'base64');
+  log(`screenshot window-${name}.png`);
+};
+const go = async (id) => {
+  log(`go ${id}`);
+  // A click through JavaScript: WebKitWebDriver waits for a page load after a native click on a
+  // link, and a hash change never gives one.
+  await driver.executeScript('arguments[0].click()', await visible(`[data-nav="${id}"]`));
+  log(`clicked ${id}`);
+  // Back to the top, as a person arriving on a page sees it (the previous page may have been
+  // scrolled far down, past the end of a shorter page).
+  await driver.executeScript('window.scrollTo(0, 0); document.scrollingElement && (document.scrollingElement.scrollTop = 0);');
+  await visible(`[data-page="${id}"]`);
+  log(`on ${id}`);
+};
+const select = async (s, value) => {
+  // Set a <select> the way the UI listens to it (Preact's onChange is the DOM change event).
+  await driver.executeScript(
+    `const el = document.querySelector(arguments[0]); el.value = arguments[1]; el.dispatchEvent(new Event('change', { bubbles: true }));`,
+    s,
+    value,
+  );
+};
+const setInput = async (s, value) => {
+  const el = await visible(s);
+  await driver.executeScript(
+    `arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', { bubbles: true }));`,
+    el,
+    String(value),
+  );
+};
+
+let failed = false;
+try {
+  if (process.env.SKIP_SCORE) { await go('evaluate'); await go('score'); }
+  // ── Score ────────────────────────────────────────────────────────────────────────────────
+  await visible('[data-page="score"]', 60_000);
+  await visible('[data-testid="score-results"] [data-state="empty"]');
+  await shot('score-empty');
+
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  assert.match(await textOf('[data-testid="rubric-summary"]'), /support-ticket/);
+  await click('[data-testid="score-button"]');
+  await shot('score-running', '[data-testid="score-results"]');
+  await visible('[data-testid="score-table"]', 120_000);
+  const rows = await driver.findElements(css('[data-testid="score-table"] tbody tr'));
+  assert.equal(rows.length, 3, 'three example texts scored');
+  const probs = await driver.findElements(css('[data-testid="probability"]'));
+  assert.ok(probs.length >= 9, `a probability per text × criterion (${probs.length})`);
+  for (const p of probs) assert.match((await p.getText()).trim(), /^\d{1,3}%$/);
+  await (await find('[data-testid="answer-cell"] summary')).click();
+  await visible('[data-testid="options-list"]');
+  await shot('score-done', '[data-testid="score-results"]');
+  log(`scored the example: first row "${(await rows[0].getText()).replace(/\s+/g, ' ').slice(0, 120)}"`);
+
+  // A text longer than the model's context: the error reaches the window; the app keeps going.
+  const long = (await find('#texts'));
+  await driver.executeScript(
+    `const el = arguments[0]; el.value = 'refund please '.repeat(6000); el.dispatchEvent(new Event('input', { bubbles: true }));`,
+    long,
+  );
+  await click('[data-testid="score-button"]');
+  await visible('[data-testid="score-results"] [data-state="error"]', 120_000);
+  const err = await textOf('[data-testid="score-results"] [data-testid="error-message"]');
+  assert.match(err, /context/, `the context error is shown: ${err}`);
+  await shot('score-error', '[data-testid="score-results"]');
+
+  // ── Evaluate: authored144, 3 shots, cyclic ───────────────────────────────────────────────
+  await go('evaluate');
+  await driver.wait(
+    // (getText on a <select> never returns in WebKitWebDriver; read the DOM instead.)
+    async () => (await driver.executeScript("return document.querySelector('#evalset')?.textContent ?? ''")).includes('authored144'),
+    20_000,
+    'authored144 is offered',
+  );
+  await shot('evaluate-empty');
+  await setInput('#shots', 3);
+  await select('#debias', 'cyclic');
+  assert.equal(await driver.executeScript("return document.querySelector('#shots').value"), '3');
+  assert.equal(await driver.executeScript("return document.querySelector('#debias').value"), 'cyclic');
+  await click('[data-testid="run-button"]');
+  await visible('[data-testid="rows-done"]', 60_000);
+  const bar = await find('[role="progressbar"]');
+  const first = Number(await bar.getAttribute('aria-valuenow'));
+  await driver.wait(async () => Number(await bar.getAttribute('aria-valuenow')) > first, 120_000, 'the progress bar moves');
+  await shot('evaluate-running', '[data-testid="eval-results"]');
+  log(`running: ${await textOf('[data-testid="progress"]')}`);
+  await visible('[data-testid="save-result"]', 900_000);
+  await shot('evaluate-done', '[data-testid="eval-results"]');
+  const before = new Set(readdirSync(bench));
+  await click('[data-testid="save-result"]');
+  await driver.wait(async () => readdirSync(bench).some((f) => !before.has(f)), 20_000, 'a new file in the bench folder');
+  const saved = readdirSync(bench).filter((f) => !before.has(f));
+  assert.equal(saved.length, 1, `one file saved (${saved})`);
+  // The CLI's file of the same run already has the default name: the app never overwrites it.
+  assert.equal(saved[0], 'authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic-2.json');
+  const appFile = join(bench, saved[0]);
+  log(`saved ${appFile}`);
+
+  // ── Results: the app's file beside the CLI's ─────────────────────────────────────────────
+  await go('results');
+  await visible('[data-testid="runs-table"]');
+  const files = readdirSync(bench).filter((f) => f.endsWith('.json'));
+  await driver.wait(
+    async () => (await driver.findElements(css('[data-testid="runs-table"] tbody tr'))).length === files.length,
+    20_000,
+    `the Results table lists all ${files.length} files`,
+  );
+  const tableText = await driver.executeScript("return document.querySelector('[data-testid=\"runs-table\"]').textContent");
+  assert.ok(tableText.includes(saved[0]), `the Results table names ${saved[0]}`);
+  await shot('results');
+  await click('[data-testid="open-run"]');
+  await visible('[data-testid="results-view"]');
+  await shot('results-open', '[data-testid="results-view"]');
+
+  // ── Models ───────────────────────────────────────────────────────────────────────────────
+  await go('models');
+  await visible('[data-testid="models-table"]');
+  await visible('[data-testid="derived-table"]');
+  assert.match(await textOf('[data-testid="device-in-use"]'), /cpu/i);
+  await shot('models');
+
+  // ── The CLI reads the app's file ─────────────────────────────────────────────────────────
+  const out = execFileSync(cli, ['compare', appFile, cliCyclic], { encoding: 'utf8' });
+  console.log(out.trim());
+  assert.match(out, /144 paired rows/);
+  log('readout compare read the app\'s file');
+} catch (e) {
+  failed = true;
+  console.error(`FAIL ${e?.stack ?? e}`);
+  try {
+    writeFileSync(join(shotsDir, 'window-failure.png'), await driver.takeScreenshot(), 'base64');
+    console.error(`screenshot of the failure: ${join(shotsDir, 'window-failure.png')}`);
+  } catch {}
+} finally {
+  await driver.quit().catch(() => {});
+}
+log(failed ? 'FAILED' : 'passed');
+process.exit(failed ? 1 : 0);
