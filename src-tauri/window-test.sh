@@ -24,10 +24,10 @@ model="$repo/models/$(awk '!/^#/{print $2; exit}' models/manifest)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # A fresh home for the app: its settings and data folders, and a bench folder with the CLI's files.
-mkdir -p "$work/config/dev.readout.app" "$work/data" "$work/bench/results" "$work/bench/evalsets"
+mkdir -p "$work/config/dev.readout.desktop" "$work/data" "$work/bench/results" "$work/bench/evalsets"
 cp bench/results/authored144_*.json "$work/bench/results/"
 cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
-cat >"$work/config/dev.readout.app/settings.json" <<JSON
+cat >"$work/config/dev.readout.desktop/settings.json" <<JSON
 { "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu" }
 JSON
 

@@ -12,8 +12,40 @@ use minijinja::{context, Environment};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// The name of this prompt layout; result files record it.
+/// The name of the default prompt layout; result files record it.
 pub const PROMPT_VERSION: &str = "readout-v1";
+
+/// The prompt layouts on offer. `readout-terse-v1` puts fewer tokens between the state and the
+/// answer letter (no "Question:"/"Options:" labels, no closing instruction), so each criterion and
+/// each ordering costs fewer tokens; the system message and the state are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptVersion {
+    #[default]
+    V1,
+    TerseV1,
+}
+
+impl PromptVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptVersion::V1 => PROMPT_VERSION,
+            PromptVersion::TerseV1 => "readout-terse-v1",
+        }
+    }
+}
+
+impl std::str::FromStr for PromptVersion {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "readout-v1" | "v1" | "default" => Ok(PromptVersion::V1),
+            "readout-terse-v1" | "terse" => Ok(PromptVersion::TerseV1),
+            other => {
+                Err(format!("unknown prompt version `{other}`; use default (readout-v1) or terse (readout-terse-v1)"))
+            }
+        }
+    }
+}
 
 /// Option letters, in order.
 pub const LETTERS: [&str; 26] = [
@@ -93,8 +125,17 @@ impl ChatTemplate {
     }
 }
 
-/// The user turn for a state and a criterion shown in `ordering` (indices into its options).
+/// The user turn for a state and a criterion shown in `ordering` (indices into its options), in
+/// the default layout.
 pub fn user_turn(state: &str, criterion: &Criterion, ordering: &[usize]) -> String {
+    user_turn_in(PromptVersion::V1, state, criterion, ordering)
+}
+
+/// The user turn in the given layout.
+pub fn user_turn_in(version: PromptVersion, state: &str, criterion: &Criterion, ordering: &[usize]) -> String {
+    if version == PromptVersion::TerseV1 {
+        return terse_user_turn(state, criterion, ordering);
+    }
     let mut s = String::with_capacity(state.len() + 256);
     s.push_str("Text:\n");
     s.push_str(state.trim_end());
@@ -115,6 +156,28 @@ pub fn user_turn(state: &str, criterion: &Criterion, ordering: &[usize]) -> Stri
         s.push('\n');
     }
     s.push_str("\nAnswer with one letter.");
+    s
+}
+
+/// `readout-terse-v1`: the state, a blank line, the question (and rule), the lettered options.
+fn terse_user_turn(state: &str, criterion: &Criterion, ordering: &[usize]) -> String {
+    let mut s = String::with_capacity(state.len() + 192);
+    s.push_str(state.trim_end());
+    s.push_str("\n\n");
+    s.push_str(criterion.instructions.trim());
+    if let Some(rule) = &criterion.rule {
+        s.push(' ');
+        s.push_str(rule.trim());
+    }
+    if criterion.kind == QuestionKind::Score {
+        s.push_str(" (lowest first)");
+    }
+    for (slot, &opt) in ordering.iter().enumerate() {
+        s.push('\n');
+        s.push_str(LETTERS[slot]);
+        s.push_str(". ");
+        s.push_str(criterion.options[opt].description.trim());
+    }
     s
 }
 

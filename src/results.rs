@@ -71,6 +71,14 @@ pub struct Levers {
     pub prune_head: bool,
     /// `dense`, `quantized` or `auto`.
     pub matmul: String,
+    /// Most new tokens per forward pass when units of the prompt tree are batched together.
+    #[serde(default = "default_pass_tokens")]
+    pub pass_tokens: usize,
+}
+
+/// Pass size of files written before the lever was recorded (and the default).
+pub fn default_pass_tokens() -> usize {
+    1024
 }
 
 /// Everything that decides a run's numbers.
@@ -243,6 +251,21 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
         };
     let mut name =
         format!("{}_{}_{}_{}shot_{}", clean(eval_set), clean(model), cfg.mode.as_str(), cfg.shots, cfg.debias.as_str());
+    if cfg.prompt_version != crate::prompt::PROMPT_VERSION {
+        name.push_str(if cfg.prompt_version == "readout-terse-v1" { "_terse" } else { "_prompt-other" });
+    }
+    if !cfg.levers.prefix_tree {
+        name.push_str("_notree");
+    }
+    if !cfg.levers.batched_suffixes {
+        name.push_str("_nobatch");
+    }
+    if !cfg.levers.trim {
+        name.push_str("_notrim");
+    }
+    if cfg.levers.pass_tokens != default_pass_tokens() {
+        name.push_str(&format!("_pass{}", cfg.levers.pass_tokens));
+    }
     if cfg.levers.prune_head {
         name.push_str("_pruned");
     }

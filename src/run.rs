@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::evalset::EvalSet;
 use crate::math::{argmax, softmax};
 use crate::plan::{build_trie, TrieNode};
-use crate::prompt::{self, Shot, LETTERS, PROMPT_VERSION};
+use crate::prompt::{self, PromptVersion, Shot, LETTERS, PROMPT_VERSION};
 use crate::results::*;
 use crate::rubric::Criterion;
 use serde::{Deserialize, Serialize};
@@ -73,6 +73,7 @@ pub fn default_config(mode: Mode, shots: usize, debias: DebiasMode) -> RunConfig
             trim: true,
             prune_head: false,
             matmul: "dense".into(),
+            pass_tokens: crate::results::default_pass_tokens(),
         },
     }
 }
@@ -149,6 +150,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     if config.mode == Mode::Generate && config.debias != DebiasMode::None {
         return Err(Error::Config("generate mode reads one ordering; use --debias none with --mode generate".into()));
     }
+    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let prep = prepare(eval_set, &config)?;
     let rows = &prep.rows;
     let shots = &prep.shots;
@@ -193,11 +195,20 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         let need_real = !done.contains_key(&i);
         for (k, ord) in ords.iter().enumerate() {
             if need_real {
-                specs.push(make_prompt(engine, shot_list, r.state, r.criterion, ord, i, Variant::Real(k))?);
+                specs.push(make_prompt(engine, version, shot_list, r.state, r.criterion, ord, i, Variant::Real(k))?);
             }
             if config.debias == DebiasMode::Calibrate && need_real {
                 for (s, cf) in CONTENT_FREE.iter().enumerate() {
-                    specs.push(make_prompt(engine, shot_list, cf, r.criterion, ord, i, Variant::ContentFree(s, k))?);
+                    specs.push(make_prompt(
+                        engine,
+                        version,
+                        shot_list,
+                        cf,
+                        r.criterion,
+                        ord,
+                        i,
+                        Variant::ContentFree(s, k),
+                    )?);
                 }
             }
         }
@@ -369,6 +380,7 @@ impl Prepared<'_> {
 }
 
 fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>> {
+    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let mut rows: Vec<Row<'a>> = Vec::new();
     for item in &eval_set.items {
         for c in &item.criteria {
@@ -393,7 +405,10 @@ fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>
             .map(|&i| {
                 let r = &rows[i];
                 let ident: Vec<usize> = (0..r.criterion.options.len()).collect();
-                Shot { user: prompt::user_turn(r.state, r.criterion, &ident), answer: LETTERS[r.gold].to_string() }
+                Shot {
+                    user: prompt::user_turn_in(version, r.state, r.criterion, &ident),
+                    answer: LETTERS[r.gold].to_string(),
+                }
             })
             .collect()
     };
@@ -414,6 +429,7 @@ pub struct RenderedPrompt {
 /// Every prompt a run with `config` scores, in order (PriDe: the sample rows' permutations
 /// and every other row's one ordering).
 pub fn prompt_texts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig) -> Result<Vec<RenderedPrompt>> {
+    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let prep = prepare(eval_set, config)?;
     let sample = if config.debias == DebiasMode::Pride {
         debias::pride_sample(prep.rows.len(), config.pride_share, config.pride_seed)
@@ -432,13 +448,15 @@ pub fn prompt_texts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig) -> 
         let (shots, _) = prep.shots_for(r, config.shots);
         let letters: Vec<String> = LETTERS[..r.criterion.options.len()].iter().map(|s| s.to_string()).collect();
         for (k, ord) in ords.iter().enumerate() {
-            let text =
-                engine.template().render(&prompt::messages(shots, prompt::user_turn(r.state, r.criterion, ord)))?;
+            let text = engine
+                .template()
+                .render(&prompt::messages(shots, prompt::user_turn_in(version, r.state, r.criterion, ord)))?;
             out.push(RenderedPrompt { id: format!("{}#{k}", r.id), prompt: text, letters: letters.clone() });
             if config.debias == DebiasMode::Calibrate {
                 for (si, cf) in CONTENT_FREE.iter().enumerate() {
-                    let text =
-                        engine.template().render(&prompt::messages(shots, prompt::user_turn(cf, r.criterion, ord)))?;
+                    let text = engine
+                        .template()
+                        .render(&prompt::messages(shots, prompt::user_turn_in(version, cf, r.criterion, ord)))?;
                     out.push(RenderedPrompt {
                         id: format!("{}#{k}#cf{si}", r.id),
                         prompt: text,
@@ -545,8 +563,10 @@ impl ResultBase {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn make_prompt(
     engine: &Engine,
+    version: PromptVersion,
     shots: &[Shot],
     state: &str,
     c: &Criterion,
@@ -554,7 +574,7 @@ fn make_prompt(
     row: usize,
     variant: Variant,
 ) -> Result<PromptSpec> {
-    let text = engine.template().render(&prompt::messages(shots, prompt::user_turn(state, c, ord)))?;
+    let text = engine.template().render(&prompt::messages(shots, prompt::user_turn_in(version, state, c, ord)))?;
     let tokens = engine.tokenizer().encode(&text)?;
     let letters = engine.answer_tokens(&text, &tokens, c.options.len())?;
     Ok(PromptSpec { row, variant, tokens, letters, sha: crate::hash::sha256_bytes(text.as_bytes()) })
@@ -666,7 +686,7 @@ impl Exec<'_, '_> {
     /// parent's prefix, whose chunks are shared with its siblings, so memory is the keys and
     /// values of the current path plus one stem per pending unit. Nothing else is kept.
     fn walk(&mut self, root: &TrieNode) -> Result<bool> {
-        let budget = if self.config.levers.batched_suffixes { self.engine.pass_tokens() } else { 0 };
+        let budget = if self.config.levers.batched_suffixes { self.config.levers.pass_tokens } else { 0 };
         let mut stack: Vec<(&TrieNode, Prefix)> = vec![(root, Prefix::empty())];
         while !stack.is_empty() {
             let mut batch: Vec<(&TrieNode, Prefix)> = Vec::new();
@@ -682,7 +702,7 @@ impl Exec<'_, '_> {
                 }
             }
             let outs: Vec<(Prefix, Vec<crate::engine::Readout>)> =
-                if batch.len() == 1 && (total > self.engine.pass_tokens() || !self.config.levers.batched_suffixes) {
+                if batch.len() == 1 && (total > budget || !self.config.levers.batched_suffixes) {
                     // One unit alone: its stem in chunks, then its leaves (one pass each when
                     // batching is off).
                     let (n, parent) = &batch[0];
@@ -690,10 +710,10 @@ impl Exec<'_, '_> {
                     let leaves = self.leaf_suffixes(n);
                     let mut read = Vec::with_capacity(leaves.len());
                     if self.config.levers.batched_suffixes {
-                        read = self.engine.read(&prefix, &leaves)?;
+                        read = self.engine.read_with(&prefix, &leaves, self.head())?;
                     } else {
                         for l in &leaves {
-                            read.extend(self.engine.read(&prefix, std::slice::from_ref(l))?);
+                            read.extend(self.engine.read_with(&prefix, std::slice::from_ref(l), self.head())?);
                         }
                     }
                     vec![(prefix, read)]
@@ -706,7 +726,7 @@ impl Exec<'_, '_> {
                             leaves: self.leaf_suffixes(n),
                         })
                         .collect();
-                    self.engine.pass(&units)?.into_iter().map(|o| (o.prefix, o.readouts)).collect()
+                    self.engine.pass_with(&units, self.head())?.into_iter().map(|o| (o.prefix, o.readouts)).collect()
                 };
             self.computed += total;
             let mut read_now: Vec<usize> = Vec::new();
@@ -734,6 +754,11 @@ impl Exec<'_, '_> {
             }
         }
         Ok(true)
+    }
+
+    /// The head settings of this run's levers.
+    fn head(&self) -> crate::engine::HeadOptions {
+        crate::engine::HeadOptions { prune: self.config.levers.prune_head, trim: self.config.levers.trim }
     }
 
     /// New tokens a unit puts in a pass: its stem and its leaves.
@@ -782,7 +807,7 @@ impl Exec<'_, '_> {
                     })
                     .collect();
                 self.computed += suffixes.iter().map(|s| s.tokens.len()).sum::<usize>();
-                let out = self.engine.read(prefix, &suffixes)?;
+                let out = self.engine.read_with(prefix, &suffixes, self.head())?;
                 for (l, r) in leaves.iter().zip(out) {
                     for &p in &l.prompts {
                         let pi = self.idx[p];

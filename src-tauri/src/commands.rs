@@ -169,6 +169,8 @@ pub struct RunRequest {
     pub shots: Option<usize>,
     pub debias: Option<String>,
     pub prune_head: Option<bool>,
+    /// Prompt layout: default or terse.
+    pub prompt: Option<String>,
     pub limit: Option<usize>,
 }
 
@@ -187,8 +189,9 @@ pub async fn run_eval(
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut config = default_config(mode, request.shots.unwrap_or(0), debias);
     config.levers.prune_head = request.prune_head.unwrap_or(false);
-    if config.levers.prune_head {
-        return Err("pruning the head needs its own model load; not offered in the app yet".into());
+    if let Some(p) = request.prompt.as_deref() {
+        let v: readout::prompt::PromptVersion = p.parse()?;
+        config.prompt_version = v.as_str().to_string();
     }
     let bench = state.settings().bench_dir;
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

@@ -24,6 +24,21 @@ pub struct RunArgs {
     /// Compute only the answer letters' rows of the LM head.
     #[arg(long)]
     prune_head: bool,
+    /// Prompt layout: default (readout-v1) or terse (readout-terse-v1: fewer tokens per criterion).
+    #[arg(long, default_value = "default")]
+    prompt: readout::prompt::PromptVersion,
+    /// Lever off: score every prompt from scratch instead of sharing prefixes in a tree.
+    #[arg(long)]
+    no_prefix_tree: bool,
+    /// Lever off: one suffix per forward pass, no batching of units.
+    #[arg(long)]
+    no_batch: bool,
+    /// Lever off: full-vocabulary logits at every position of every pass.
+    #[arg(long)]
+    no_trim: bool,
+    /// Most new tokens per forward pass when batching.
+    #[arg(long, default_value_t = readout::results::default_pass_tokens(), value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pass_tokens: usize,
     /// Result file to write [default: bench/results/<evalset>_<model>_<mode>_<shots>shot_<debias>.json].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -54,12 +69,16 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         );
     }
     let t0 = std::time::Instant::now();
-    let mut engine = a.model.load()?;
-    engine.set_prune_head(a.prune_head);
+    let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut config = default_config(a.mode, sel.shots, sel.debias);
     config.shot_seed = sel.shot_seed;
+    config.prompt_version = a.prompt.as_str().to_string();
     config.levers.prune_head = a.prune_head;
+    config.levers.prefix_tree = !a.no_prefix_tree;
+    config.levers.batched_suffixes = !a.no_batch;
+    config.levers.trim = !a.no_trim;
+    config.levers.pass_tokens = a.pass_tokens;
     config.levers.matmul = format!("{:?}", engine.info().matmul).to_lowercase();
     let resume = match &a.resume {
         Some(p) => {

@@ -66,6 +66,13 @@ pub struct Suffix<'a> {
     pub read: &'a [u32],
 }
 
+/// How the head runs in a pass: pruned to the letters read, and trimmed to the read rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadOptions {
+    pub prune: bool,
+    pub trim: bool,
+}
+
 /// One unit of a pass: compute `stem` on top of `parent`, and read the letters at the end of
 /// each leaf (leaves continue the stem).
 #[derive(Debug, Clone)]
@@ -93,6 +100,9 @@ pub struct Engine {
     prune_head: bool,
     /// Most new tokens in one forward pass.
     max_batch_tokens: usize,
+    /// Logits only at the read rows (on); off computes the full head at every row of a pass,
+    /// as a plain forward does, to measure what trimming saves.
+    trim: bool,
 }
 
 impl Engine {
@@ -125,6 +135,7 @@ impl Engine {
             sha256: OnceLock::new(),
             prune_head: false,
             max_batch_tokens: 1024,
+            trim: true,
         })
     }
 
@@ -184,6 +195,21 @@ impl Engine {
         Ok(ids)
     }
 
+    /// Whether the head is pruned to the letters read.
+    pub fn prune_head(&self) -> bool {
+        self.prune_head
+    }
+
+    /// Whether logits are computed only at the read rows.
+    pub fn trim(&self) -> bool {
+        self.trim
+    }
+
+    /// Turn trimming off (full-vocabulary logits at every row of every pass) or back on.
+    pub fn set_trim(&mut self, on: bool) {
+        self.trim = on;
+    }
+
     /// Most new tokens the engine puts in one forward pass; a caller batching units fills passes
     /// up to this.
     pub fn pass_tokens(&self) -> usize {
@@ -210,6 +236,16 @@ impl Engine {
     /// Read the letter logits at the end of every suffix, each computed on top of `prefix`.
     /// Suffixes of one batch go through the model together under a tree mask.
     pub fn read(&self, prefix: &Prefix, suffixes: &[Suffix<'_>]) -> Result<Vec<Readout>> {
+        self.read_with(prefix, suffixes, self.head_options())
+    }
+
+    /// The engine's own head settings (`set_prune_head`, `set_trim`).
+    pub fn head_options(&self) -> HeadOptions {
+        HeadOptions { prune: self.prune_head, trim: self.trim }
+    }
+
+    /// `read` with the given head settings.
+    pub fn read_with(&self, prefix: &Prefix, suffixes: &[Suffix<'_>], head: HeadOptions) -> Result<Vec<Readout>> {
         let mut out = Vec::with_capacity(suffixes.len());
         let mut start = 0;
         while start < suffixes.len() {
@@ -221,7 +257,7 @@ impl Engine {
                 end += 1;
             }
             let unit = Unit { parent: prefix, stem: &[], leaves: suffixes[start..end].to_vec() };
-            out.extend(self.pass(std::slice::from_ref(&unit))?.into_iter().flat_map(|o| o.readouts));
+            out.extend(self.pass_with(std::slice::from_ref(&unit), head)?.into_iter().flat_map(|o| o.readouts));
             start = end;
         }
         Ok(out)
@@ -234,6 +270,11 @@ impl Engine {
     /// once over all their rows, attention runs per unit. A caller keeps the pass within
     /// `pass_tokens()`; this does not split it.
     pub fn pass(&self, units: &[Unit<'_>]) -> Result<Vec<UnitOut>> {
+        self.pass_with(units, self.head_options())
+    }
+
+    /// `pass` with the given head settings.
+    pub fn pass_with(&self, units: &[Unit<'_>], head: HeadOptions) -> Result<Vec<UnitOut>> {
         let mut seg_tokens: Vec<Vec<u32>> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(i) = u.leaves.iter().position(|l| l.tokens.is_empty()) {
@@ -277,11 +318,17 @@ impl Engine {
         }
         let (hidden, new_kv) = self.model.forward(&segs)?;
         drop(segs);
+        if !head.trim {
+            // What an untrimmed forward pays: the full head at every row (the values are the same
+            // at the read rows, so they are read below as usual).
+            let all: Vec<u32> = (0..hidden.dim(0)? as u32).collect();
+            let _ = self.model.head_at(&hidden, &all, None)?;
+        }
         let readouts = if read_rows.is_empty() {
             vec![]
         } else {
             let reads: Vec<&[u32]> = busy.iter().flat_map(|&i| units[i].leaves.iter().map(|l| l.read)).collect();
-            self.head(&hidden, &read_rows, &reads)?
+            self.head(&hidden, &read_rows, &reads, head.prune)?
         };
         let mut readouts = readouts.into_iter();
         for (&i, kv) in busy.iter().zip(new_kv) {
@@ -309,8 +356,8 @@ impl Engine {
     }
 
     /// Letter logits at `rows` of `hidden`; `reads[i]` are the tokens read at `rows[i]`.
-    fn head(&self, hidden: &Tensor, rows: &[u32], reads: &[&[u32]]) -> Result<Vec<Readout>> {
-        if self.prune_head {
+    fn head(&self, hidden: &Tensor, rows: &[u32], reads: &[&[u32]], prune: bool) -> Result<Vec<Readout>> {
+        if prune {
             let mut all: Vec<u32> = reads.iter().flat_map(|r| r.iter().copied()).collect();
             all.sort_unstable();
             all.dedup();

@@ -330,6 +330,7 @@ export function createMockBackend(): Backend {
       r.config.shots = req.shots;
       r.config.debias = req.debias;
       r.config.levers.prune_head = req.pruneHead;
+      if (req.prompt === 'terse') r.config.prompt_version = 'readout-terse-v1';
       const model = models.find((m) => m.path === req.model);
       if (model) {
         r.model.name = model.name;

@@ -73,6 +73,8 @@ export interface RunRequest {
   shots: number;
   debias: Debias;
   pruneHead: boolean;
+  /** Prompt layout: default (readout-v1) or terse (readout-terse-v1). */
+  prompt?: 'default' | 'terse';
 }
 
 export interface Progress {
@@ -178,7 +180,7 @@ export interface ResultFile {
     pride_seed: number;
     bootstrap_resamples: number;
     bootstrap_seed: number;
-    levers: { prefix_tree: boolean; batched_suffixes: boolean; trim: boolean; prune_head: boolean; matmul: string };
+    levers: { prefix_tree: boolean; batched_suffixes: boolean; trim: boolean; prune_head: boolean; matmul: string; pass_tokens?: number };
   };
   shots: { primary: string[]; alternate: string[] };
   debias_state: Record<string, unknown>;

@@ -57,6 +57,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
   const [shots, setShots] = useState(3);
   const [debias, setDebias] = useState<Debias>('cyclic');
   const [pruneHead, setPruneHead] = useState(false);
+  const [prompt, setPrompt] = useState<'default' | 'terse'>('default');
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [saveNote, setSaveNote] = useState<string | null>(null);
   const [saveError, setSaveError] = useState<string | null>(null);
@@ -93,7 +94,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     setRun({ status: 'running', progress: null, cancelling: false });
     try {
       const result = await runEval(
-        { evalSet, model: model || undefined, mode, shots, debias, pruneHead },
+        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt },
         (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
       );
       setRun({ status: 'done', result });
@@ -206,6 +207,18 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
             <input type="checkbox" checked={pruneHead} onChange={(e) => setPruneHead(e.currentTarget.checked)} />
             Prune the output layer to the answer letters <span class="muted">(faster; same answers)</span>
           </label>
+
+          <span class="label">Prompt</span>
+          <div class="segmented" role="radiogroup" aria-label="Prompt">
+            <label class={prompt === 'default' ? 'on' : ''} title="The standard layout: labelled question and options, and a closing instruction.">
+              <input type="radio" name="prompt" value="default" checked={prompt === 'default'} onChange={() => setPrompt('default')} />
+              Standard
+            </label>
+            <label class={prompt === 'terse' ? 'on' : ''} title="Fewer words between the text and the answer: faster per question; answers can differ.">
+              <input type="radio" name="prompt" value="terse" checked={prompt === 'terse'} onChange={() => setPrompt('terse')} data-testid="prompt-terse" />
+              Terse (faster; answers can differ)
+            </label>
+          </div>
         </fieldset>
         <div class="row end">
           {running ? (
