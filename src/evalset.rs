@@ -19,7 +19,7 @@
 
 use crate::error::{Error, Result};
 use crate::hash::sha256_bytes;
-use crate::rubric::{check_options, Criterion, OptionSpec, Question, QuestionKind};
+use crate::rubric::{check_options, duplicate_key, json_reason, Criterion, OptionSpec, Question, QuestionKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 
 /// Family of an item whose line names none.
 pub const DEFAULT_FAMILY: &str = "default";
+
+/// What to do about a bad line, said after the reason when a set is refused.
+pub const SKIP_HINT: &str =
+    "Nothing was scored: fix that line, or skip bad lines (`--skip-bad`) to score the rest and record them";
 
 /// Name of the single criterion a row-form line becomes.
 pub const ROW_CRITERION: &str = "question";
@@ -128,7 +132,12 @@ impl EvalSet {
                 }
                 Err(e) if opts.skip_bad => skipped.push(SkippedLine { line, field: e.field, reason: e.reason }),
                 Err(e) => {
-                    return Err(Error::BadInput { path: path.to_path_buf(), line, field: e.field, reason: e.reason })
+                    return Err(Error::BadInput {
+                        path: path.to_path_buf(),
+                        line,
+                        field: e.field,
+                        reason: format!("{}. {SKIP_HINT}", e.reason),
+                    })
                 }
             }
         }
@@ -195,7 +204,10 @@ fn parse_line(
     if text.is_empty() {
         return Ok(None);
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| bad("(json)", format!("not valid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| bad("(json)", json_reason(&e)))?;
+    if let Some(d) = duplicate_key(text) {
+        return Err(bad(d.field.clone(), d.reason()));
+    }
     let Value::Object(obj) = value else {
         return Err(bad("(json)", "must be a JSON object, one item a line"));
     };
@@ -304,6 +316,13 @@ fn row_criterion(obj: &Map<String, Value>) -> std::result::Result<Criterion, Lin
             Some(l) => return Err(bad("label", format!("{l} is out of range for {n} options (0..{})", n - 1))),
             None => return Err(bad("label", format!("{x} is not an option index (a whole number 0..{})", n - 1))),
         },
+        Some(Value::String(s)) if options.iter().any(|o| &o.id == s) => {
+            let i = options.iter().position(|o| &o.id == s).unwrap_or(0);
+            return Err(bad(
+                "label",
+                format!("must be an option index, not an id: `{s}` is option {i}, so write \"label\": {i}"),
+            ));
+        }
         Some(v) => {
             return Err(bad(
                 "label",
@@ -337,8 +356,7 @@ fn request_criteria(obj: &Map<String, Value>) -> std::result::Result<Vec<Criteri
         if name.trim().is_empty() {
             return Err(bad("questions", "has a question with an empty name"));
         }
-        let q: Question =
-            serde_json::from_value(v.clone()).map_err(|e| bad(format!("questions.{name}"), e.to_string()))?;
+        let q = Question::from_json(name, v.clone()).map_err(|e| bad(e.field, e.reason))?;
         criteria.push(q.into_criterion(name).map_err(|e| bad(e.field, e.reason))?);
     }
     Ok(criteria)
@@ -417,9 +435,10 @@ mod tests {
     fn label_out_of_range() {
         let line = ROW_A.replace(r#""label":2"#, r#""label":3"#);
         let (l, f, r) = refused(&format!("{ROW_B}\n{line}"));
-        assert_eq!((l, f.as_str(), r.as_str()), (2, "label", "3 is out of range for 3 options (0..2)"));
+        assert_eq!((l, f.as_str()), (2, "label"));
+        assert!(r.starts_with("3 is out of range for 3 options (0..2)"), "{r}");
         let e = parse(&line).unwrap_err().to_string();
-        assert_eq!(e, "bench/set.jsonl:1: field `label`: 3 is out of range for 3 options (0..2)");
+        assert_eq!(e, format!("bench/set.jsonl:1: field `label`: 3 is out of range for 3 options (0..2). {SKIP_HINT}"));
         for bad_label in [r#""label":-1"#, r#""label":1.5"#, r#""label":"z""#] {
             let (_, f, _) = refused(&ROW_A.replace(r#""label":2"#, bad_label));
             assert_eq!(f, "label", "{bad_label}");
@@ -431,13 +450,15 @@ mod tests {
     #[test]
     fn options_are_checked() {
         let (_, f, r) = refused(&ROW_A.replace(r#"{"id":"z","description":"Z"}"#, r#"{"id":7,"description":"Z"}"#));
-        assert_eq!((f.as_str(), r.as_str()), ("options[2].id", "must be a string, not a number"));
+        assert_eq!(f, "options[2].id");
+        assert!(r.starts_with("must be a string, not a number"), "{r}");
         let (_, f, _) = refused(&ROW_A.replace(r#"{"id":"z","description":"Z"}"#, r#"{"id":"z"}"#));
         assert_eq!(f, "options[2].description");
         let (_, f, _) = refused(&ROW_A.replace(r#"{"id":"z","description":"Z"}"#, r#""z""#));
         assert_eq!(f, "options[2]");
         let (_, f, r) = refused(&ROW_A.replace(r#""id":"z""#, r#""id":"x""#));
-        assert_eq!((f.as_str(), r.as_str()), ("options", "option id `x` appears twice"));
+        assert_eq!(f, "options");
+        assert!(r.starts_with("option id `x` appears twice"), "{r}");
         let one = r#"{"id":"a","state":"S","question":"Q","options":[{"id":"x","description":"X"}],"label":0}"#;
         let (_, f, r) = refused(one);
         assert_eq!(f, "options");
@@ -458,9 +479,11 @@ mod tests {
     #[test]
     fn required_fields_and_types() {
         let (_, f, r) = refused(&ROW_A.replace(r#""id":"a","#, ""));
-        assert_eq!((f.as_str(), r.as_str()), ("id", "is missing"));
+        assert_eq!(f, "id");
+        assert!(r.starts_with("is missing"), "{r}");
         let (_, f, r) = refused(&ROW_A.replace(r#""id":"a""#, r#""id":5"#));
-        assert_eq!((f.as_str(), r.as_str()), ("id", "must be a string, not a number"));
+        assert_eq!(f, "id");
+        assert!(r.starts_with("must be a string, not a number"), "{r}");
         let (_, f, _) = refused(&ROW_A.replace(r#""state":"S a""#, r#""state":"  ""#));
         assert_eq!(f, "state");
         let (_, f, _) = refused(&ROW_A.replace(r#""state":"S a","#, ""));
@@ -479,9 +502,12 @@ mod tests {
         assert_eq!(f, "questions.topic.label");
         assert!(r.contains("`feature`"), "{r}");
         let (_, f, _) = refused(&REQ_A.replace(r#""type":"choice""#, r#""type":"rank""#));
-        assert_eq!(f, "questions.topic");
+        assert_eq!(f, "questions.topic.type");
         let (_, f, _) = refused(&REQ_A.replace(r#""label":"bug""#, r#""label":"bug","hint":1"#));
-        assert_eq!(f, "questions.topic");
+        assert_eq!(f, "questions.topic.hint");
+        let (_, f, r) = refused(&REQ_A.replace(r#""bug":"Broken""#, r#""bug":"Broken","bug":"Again""#));
+        assert_eq!(f, "questions.topic.criteria");
+        assert!(r.contains("`bug` is given twice"), "{r}");
         let (_, f, _) = refused(r#"{"id":"r","state":"S","questions":{}}"#);
         assert_eq!(f, "questions");
         let (_, f, _) = refused(r#"{"id":"r","state":"S","questions":[1]}"#);

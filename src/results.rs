@@ -215,18 +215,37 @@ impl ResultFile {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            bad(format!("not a complete JSON document ({e}); the file is truncated or not a result file"))
+            bad(format!(
+                "not a complete JSON document ({e}); the file is cut short or is not a result file: re-run the evaluation (`--resume` completes a partial run)"
+            ))
         })?;
         if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
-            return Err(bad(format!("not a Readout result file (`schema` is not \"{SCHEMA}\")")));
+            return Err(bad(format!(
+                "not a Readout result file (`schema` is not \"{SCHEMA}\"); pass a file written by `readout run` or the app"
+            )));
         }
         let version = v.get("schema_version").and_then(|s| s.as_u64()).unwrap_or(0);
         if version != SCHEMA_VERSION as u64 {
             return Err(bad(format!(
-                "schema version {version}, but this program reads version {SCHEMA_VERSION}; re-run it with this version"
+                "field `schema_version`: the file is version {version}, but this program reads version {SCHEMA_VERSION}; read it with the Readout that wrote it, or re-run the evaluation with this one"
             )));
         }
-        serde_json::from_value(v).map_err(|e| bad(format!("does not match the result format: {e}")))
+        let rows = v.get("rows").cloned();
+        serde_json::from_value(v).map_err(|e| {
+            // Name the row when one row is the problem.
+            let at = rows
+                .as_ref()
+                .and_then(|r| r.as_array())
+                .and_then(|rows| {
+                    rows.iter().enumerate().find_map(|(i, r)| {
+                        serde_json::from_value::<RowRecord>(r.clone()).err().map(|e| format!("field `rows[{i}]`: {e}"))
+                    })
+                })
+                .unwrap_or_else(|| e.to_string());
+            bad(format!(
+                "does not match the result format ({at}); the file was edited or written by another program: re-run the evaluation"
+            ))
+        })
     }
 
     /// The rows as the metrics see them.

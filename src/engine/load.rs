@@ -66,19 +66,50 @@ fn corrupt(path: &Path, detail: impl std::fmt::Display) -> Error {
     Error::CorruptGguf { path: path.to_path_buf(), detail: detail.to_string() }
 }
 
+/// A candle error in one line: without the backtrace candle attaches when `RUST_BACKTRACE` is set.
+fn candle_message(e: &candle_core::Error) -> String {
+    let mut e = e;
+    while let candle_core::Error::WithBacktrace { inner, .. } = e {
+        e = inner;
+    }
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
 fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if file_len == 0 {
+        return Err(corrupt(path, "the file is empty (0 bytes)"));
+    }
+    let mut magic = [0u8; 4];
+    {
+        use std::io::{Read, Seek};
+        let n = file.read(&mut magic).map_err(|e| Error::io(path, e))?;
+        if n < 4 || &magic != b"GGUF" {
+            return Err(corrupt(
+                path,
+                format!(
+                    "it does not start with the GGUF magic bytes `GGUF` (it starts with {:?}), so it is not a GGUF model; pass a .gguf file, or a Hugging Face model directory",
+                    String::from_utf8_lossy(&magic[..n])
+                ),
+            ));
+        }
+        file.rewind().map_err(|e| Error::io(path, e))?;
+    }
     let content = gguf_file::Content::read(&mut file).map_err(|e| {
-        let msg = e.to_string();
+        let msg = candle_message(&e);
         if msg.contains("unknown dtype") {
             Error::UnsupportedTensorType { path: path.to_path_buf(), tensor: "(header)".into(), dtype: msg }
+        } else if msg.contains("failed to fill whole buffer") {
+            corrupt(path, format!("the header ends early: the file has only {file_len} bytes"))
         } else {
             corrupt(path, msg)
         }
     })?;
-    // Every tensor must lie wholly inside the file.
-    for (name, info) in &content.tensor_infos {
+    // Every tensor must lie wholly inside the file; name the first one (by offset) that does not.
+    let mut infos: Vec<(&String, &gguf_file::TensorInfo)> = content.tensor_infos.iter().collect();
+    infos.sort_by_key(|(name, info)| (info.offset, name.as_str()));
+    for (name, info) in infos {
         let elems = info.shape.elem_count();
         let bs = info.ggml_dtype.block_size();
         if elems % bs != 0 {
@@ -90,19 +121,28 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         }
         let end = content.tensor_data_offset + info.offset + (elems / bs * info.ggml_dtype.type_size()) as u64;
         if end > file_len {
-            return Err(corrupt(path, format!("tensor `{name}` ends at byte {end} but the file has {file_len} bytes")));
+            return Err(corrupt(
+                path,
+                format!(
+                    "the file has {file_len} bytes but tensor `{name}` ends at byte {end}: the weights are cut short"
+                ),
+            ));
         }
     }
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
-    let arch_name =
-        get_str("general.architecture").ok_or_else(|| corrupt(path, "no `general.architecture` in the metadata"))?;
+    let arch_name = get_str("general.architecture")
+        .ok_or_else(|| corrupt(path, "no `general.architecture` key in the metadata"))?;
     let arch = Architecture::from_name(&arch_name)
         .ok_or_else(|| Error::UnsupportedArchitecture { path: path.to_path_buf(), arch: arch_name.clone() })?;
     let a = arch.as_str();
-    let bad_cfg = |k: &str| Error::BadModelConfig {
+    let bad_cfg = |k: &str| {
+        Error::BadModelConfig {
         path: path.to_path_buf(),
-        detail: format!("metadata key `{k}` is missing or not a number"),
+        detail: format!(
+            "metadata key `{k}` is missing or not a number. The GGUF metadata is incomplete: get a complete copy of the model, or convert it again with llama.cpp's convert_hf_to_gguf.py"
+        ),
+    }
     };
     let get_u = |k: &str| -> Result<usize> {
         let key = format!("{a}.{k}");
@@ -121,7 +161,7 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         None => {
             return Err(Error::Tokenizer {
                 path: path.to_path_buf(),
-                detail: "no `tokenizer.ggml.tokens` in the metadata".into(),
+                detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
             })
         }
     };
@@ -364,14 +404,22 @@ struct HfConfig {
 
 fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
     let cfg_path = dir.join("config.json");
+    if !cfg_path.exists() {
+        return Err(Error::BadModelConfig {
+            path: dir.to_path_buf(),
+            detail: "is a directory without config.json. Pass a GGUF file, or a Hugging Face model directory (config.json, tokenizer.json and *.safetensors)".into(),
+        });
+    }
     let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::BadModelConfig {
         path: cfg_path.clone(),
         detail: format!(
             "cannot read it ({e}); a Hugging Face model directory needs config.json, tokenizer.json and *.safetensors"
         ),
     })?;
-    let hf: HfConfig = serde_json::from_str(&text)
-        .map_err(|e| Error::BadModelConfig { path: cfg_path.clone(), detail: e.to_string() })?;
+    let hf: HfConfig = serde_json::from_str(&text).map_err(|e| Error::BadModelConfig {
+        path: cfg_path.clone(),
+        detail: format!("not a usable config.json ({e}); get a complete copy of the model directory from its source"),
+    })?;
     let arch_name = hf.architectures.first().cloned().or(hf.model_type.clone()).unwrap_or_default();
     let arch = Architecture::from_name(&arch_name)
         .or_else(|| hf.model_type.as_deref().and_then(Architecture::from_name))
@@ -459,8 +507,10 @@ fn read_tokenizer_config(path: &Path) -> Result<TokenizerConfig> {
         return Ok(TokenizerConfig { chat_template: None, bos_token: None, eos_token: None });
     }
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::BadModelConfig { path: path.to_path_buf(), detail: e.to_string() })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::BadModelConfig {
+        path: path.to_path_buf(),
+        detail: format!("not valid JSON ({e}); get a complete copy of the model directory"),
+    })?;
     let tok = |k: &str| match v.get(k) {
         Some(serde_json::Value::String(s)) => Some(s.clone()),
         Some(serde_json::Value::Object(o)) => o.get("content").and_then(|c| c.as_str()).map(String::from),
