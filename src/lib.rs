@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod evalset;
 pub mod hash;
+pub mod levers;
 pub mod math;
 pub mod metrics;
 pub mod plan;

@@ -224,6 +224,15 @@ mod tests {
     }
 
     #[test]
+    fn terse_layout_drops_the_labels() {
+        let u = user_turn_in(PromptVersion::TerseV1, "The text.", &crit(), &[1, 0]);
+        assert_eq!(u, "The text.\n\nWhich?\nA. Why\nB. Ex");
+        assert_eq!("terse".parse::<PromptVersion>(), Ok(PromptVersion::TerseV1));
+        assert_eq!("readout-v1".parse::<PromptVersion>(), Ok(PromptVersion::V1));
+        assert!("v2".parse::<PromptVersion>().is_err());
+    }
+
+    #[test]
     fn chatml_renders_generation_prompt() {
         let t = ChatTemplate::new(None, None, None, Path::new("m")).unwrap();
         let s = t.render(&messages(&[], "hi".into())).unwrap();

@@ -20,6 +20,8 @@ enum Which {
     Prefill(PrefillArgs),
     /// Dense f32 GEMM against candle's quantised kernels, per projection shape of a model.
     Matmul(MatmulArgs),
+    /// An eval-set run with each speed lever on and off, compared with the baseline.
+    Levers(super::levers::LeversArgs),
 }
 
 #[derive(Args)]
@@ -55,6 +57,7 @@ pub fn run(a: BenchArgs) -> Result<i32> {
     match a.which {
         Which::Prefill(p) => run_prefill(p),
         Which::Matmul(m) => run_matmul(m),
+        Which::Levers(l) => super::levers::run_levers(l),
     }
 }
 

@@ -2,6 +2,7 @@
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
 mod bench;
+mod levers;
 mod prompts;
 mod quantize;
 mod report;
