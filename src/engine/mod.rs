@@ -224,6 +224,8 @@ impl Engine {
 
     /// Compute `tokens` on top of `parent`, giving a longer prefix. `parent` is unchanged.
     pub fn extend(&self, parent: &Prefix, tokens: &[u32]) -> Result<Prefix> {
+        // Refuse before computing anything: a long text must not cost minutes to be refused.
+        self.check_context(parent.len() + tokens.len())?;
         let mut cur = parent.clone();
         for chunk in tokens.chunks(self.max_batch_tokens) {
             let unit = Unit { parent: &cur, stem: chunk, leaves: vec![] };
