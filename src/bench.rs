@@ -168,3 +168,186 @@ pub fn matmul_paths(
     }
     Ok(out)
 }
+
+/// The ticket text the logit-cost benchmark repeats into a realistic prompt.
+pub const LOGIT_COST_TEXT: &str = "Hello, I was charged twice for my subscription this month and the second charge \
+appeared on my card two days after the first. I tried to log in to check my invoices but the page keeps \
+showing an error, and resetting my password did not help. Could you look into the duplicate payment, \
+refund the extra charge, and tell me why the billing page does not load? Thanks, Sam.";
+
+/// Tokens for the logit-cost benchmark: a prompt rendered with the model's chat template (the
+/// first criterion of `rubric` on `text`, the text repeated until the prompt is long enough),
+/// cut into a fixed prefix of `prefix_tokens` and a pool of `max_suffix` tokens after it.
+pub struct LogitCostTokens {
+    pub prefix: Vec<u32>,
+    pub pool: Vec<u32>,
+    /// The answer letters' token ids, read at the end of each suffix.
+    pub letters: Vec<u32>,
+}
+
+/// Build [`LogitCostTokens`] from a rubric and a text.
+pub fn logit_cost_tokens(
+    engine: &Engine,
+    rubric: &crate::rubric::Rubric,
+    text: &str,
+    prefix_tokens: usize,
+    max_suffix: usize,
+) -> Result<LogitCostTokens> {
+    use crate::error::Error;
+    use crate::prompt;
+    let c = rubric.criteria.first().ok_or_else(|| Error::Config("the rubric has no criteria".into()))?;
+    if text.trim().is_empty() {
+        return Err(Error::Config("the benchmark text is empty".into()));
+    }
+    let need = prefix_tokens + max_suffix;
+    let ordering: Vec<usize> = (0..c.options.len()).collect();
+    let mut state = text.to_string();
+    for _ in 0..64 {
+        let rendered = engine.template().render(&prompt::messages(&[], prompt::user_turn(&state, c, &ordering)))?;
+        let tokens = engine.tokenizer().encode(&rendered)?;
+        if tokens.len() >= need {
+            let letters = engine.answer_tokens(&rendered, &tokens, c.options.len())?;
+            return Ok(LogitCostTokens {
+                prefix: tokens[..prefix_tokens].to_vec(),
+                pool: tokens[prefix_tokens..need].to_vec(),
+                letters,
+            });
+        }
+        state.push_str("\n\n");
+        state.push_str(text);
+    }
+    Err(Error::Config(format!("could not build a prompt of {need} tokens from the benchmark text")))
+}
+
+/// Reading the answer logits after a suffix of one length, over many repeats.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogitCostRow {
+    pub suffix_tokens: usize,
+    pub median_ms: f64,
+    pub p10_ms: f64,
+    pub p90_ms: f64,
+    pub repeats: usize,
+}
+
+/// Least-squares line `ms = fixed_ms + ms_per_token * suffix_tokens`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct LinearFit {
+    pub fixed_ms: f64,
+    pub ms_per_token: f64,
+    pub r2: f64,
+}
+
+/// Ordinary least squares of `ys` on `xs`; `None` with fewer than two distinct x.
+pub fn linear_fit(xs: &[f64], ys: &[f64]) -> Option<LinearFit> {
+    let n = xs.len().min(ys.len());
+    if n < 2 {
+        return None;
+    }
+    let (mx, my) = (xs[..n].iter().sum::<f64>() / n as f64, ys[..n].iter().sum::<f64>() / n as f64);
+    let sxx: f64 = xs[..n].iter().map(|x| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = xs[..n].iter().zip(&ys[..n]).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let syy: f64 = ys[..n].iter().map(|y| (y - my) * (y - my)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = if syy == 0.0 { 1.0 } else { sxy * sxy / (sxx * syy) };
+    Some(LinearFit { fixed_ms: my - slope * mx, ms_per_token: slope, r2 })
+}
+
+/// The `q`-quantile (0..=1) of sorted values, by linear interpolation.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Time `engine.read` of one suffix of each length in `lengths` (the first tokens of `pool`) on
+/// the fixed `prefix`: `warmups` untimed rounds, then `repeats` timed rounds, the lengths
+/// interleaved within each round so that drift spreads over all of them.
+pub fn logit_cost(
+    engine: &Engine,
+    prefix: &Prefix,
+    pool: &[u32],
+    letters: &[u32],
+    lengths: &[usize],
+    repeats: usize,
+    warmups: usize,
+) -> Result<Vec<LogitCostRow>> {
+    use crate::error::Error;
+    if let Some(&n) = lengths.iter().find(|&&n| n == 0 || n > pool.len()) {
+        return Err(Error::Config(format!("suffix length {n} is not between 1 and {}", pool.len())));
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(repeats); lengths.len()];
+    for round in 0..warmups + repeats.max(1) {
+        for (i, &n) in lengths.iter().enumerate() {
+            let start = Instant::now();
+            let r = engine.read(prefix, &[Suffix { tokens: &pool[..n], read: letters }])?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            std::hint::black_box(&r);
+            if round >= warmups {
+                times[i].push(ms);
+            }
+        }
+    }
+    Ok(lengths
+        .iter()
+        .zip(times)
+        .map(|(&n, mut t)| {
+            t.sort_by(|a, b| a.total_cmp(b));
+            LogitCostRow {
+                suffix_tokens: n,
+                median_ms: quantile(&t, 0.5),
+                p10_ms: quantile(&t, 0.1),
+                p90_ms: quantile(&t, 0.9),
+                repeats: t.len(),
+            }
+        })
+        .collect())
+}
+
+/// The least-squares line through the medians of `rows`.
+pub fn fit_rows(rows: &[LogitCostRow]) -> Option<LinearFit> {
+    let xs: Vec<f64> = rows.iter().map(|r| r.suffix_tokens as f64).collect();
+    let ys: Vec<f64> = rows.iter().map(|r| r.median_ms).collect();
+    linear_fit(&xs, &ys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_a_line() {
+        // y = 3 + 0.5 x exactly.
+        let xs = [1.0, 8.0, 16.0, 32.0];
+        let ys: Vec<f64> = xs.iter().map(|x| 3.0 + 0.5 * x).collect();
+        let f = linear_fit(&xs, &ys).unwrap();
+        assert!((f.fixed_ms - 3.0).abs() < 1e-12 && (f.ms_per_token - 0.5).abs() < 1e-12);
+        assert!((f.r2 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fit_by_hand() {
+        // x = 0,1,2; y = 1,2,4: slope = sxy/sxx = 3/2, intercept = 7/3 - 3/2 = 5/6,
+        // r2 = sxy^2 / (sxx * syy) = 9 / (2 * 14/3) = 27/28.
+        let f = linear_fit(&[0.0, 1.0, 2.0], &[1.0, 2.0, 4.0]).unwrap();
+        assert!((f.ms_per_token - 1.5).abs() < 1e-12);
+        assert!((f.fixed_ms - 5.0 / 6.0).abs() < 1e-12);
+        assert!((f.r2 - 27.0 / 28.0).abs() < 1e-12);
+        assert!(linear_fit(&[2.0, 2.0], &[1.0, 3.0]).is_none());
+        assert!(linear_fit(&[1.0], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), 3.0);
+        assert!((quantile(&v, 0.1) - 1.4).abs() < 1e-12);
+        assert!((quantile(&v, 0.9) - 4.6).abs() < 1e-12);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+}

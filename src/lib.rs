@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod debias;
+pub mod derive;
 pub mod device;
 pub mod engine;
 pub mod error;

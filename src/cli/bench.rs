@@ -22,6 +22,59 @@ enum Which {
     Matmul(MatmulArgs),
     /// An eval-set run with each speed lever on and off, compared with the baseline.
     Levers(super::levers::LeversArgs),
+    /// Write a random-weights model of a real model's shape (for speed work; see bench/make-qwen3-shaped).
+    MakeModel(MakeModelArgs),
+    /// Time reading the answer logits after suffixes of several lengths on a fixed prefix.
+    LogitCost(LogitCostArgs),
+}
+
+#[derive(Args)]
+struct LogitCostArgs {
+    /// Suffix lengths (tokens after the fixed prefix) to time.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,16,32,64,96")]
+    suffix: Vec<usize>,
+    /// Tokens in the fixed, cached prefix.
+    #[arg(long, default_value_t = 300)]
+    prefix_tokens: usize,
+    /// Timed reads per suffix length; the median and p10/p90 are reported.
+    #[arg(long, default_value_t = 30)]
+    repeats: usize,
+    /// Untimed rounds first.
+    #[arg(long, default_value_t = 3)]
+    warmups: usize,
+    /// The rubric whose first criterion the prompt asks.
+    #[arg(long, default_value = "examples/support-ticket.rubric.json")]
+    rubric: PathBuf,
+    /// Also time with the LM head pruned to the answer letters.
+    #[arg(long)]
+    pruned: bool,
+    /// Write the result file here (JSON).
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(Args)]
+struct MakeModelArgs {
+    /// qwen3-0.6b, smollm2-135m, tiny-llama or tiny-qwen3.
+    #[arg(long)]
+    shape: String,
+    /// A folder with the model's real tokenizer.json and tokenizer_config.json (HF output only).
+    #[arg(long)]
+    tokenizer_dir: Option<PathBuf>,
+    /// Where to write: a Hugging Face directory, or a .gguf file with --gguf.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// Safetensors dtype of a Hugging Face directory: f32, f16 or bf16.
+    #[arg(long, default_value = "bf16")]
+    dtype: String,
+    /// Write a GGUF file with matrices in this type (f32, f16, q8_0, q4_0, q4_1, q4_k) and the
+    /// byte-level tokenizer, instead of a Hugging Face directory.
+    #[arg(long)]
+    gguf: Option<String>,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
 }
 
 #[derive(Args)]
@@ -58,6 +111,8 @@ pub fn run(a: BenchArgs) -> Result<i32> {
         Which::Prefill(p) => run_prefill(p),
         Which::Matmul(m) => run_matmul(m),
         Which::Levers(l) => super::levers::run_levers(l),
+        Which::MakeModel(m) => run_make_model(m),
+        Which::LogitCost(l) => run_logit_cost(l),
     }
 }
 
@@ -137,4 +192,148 @@ fn run_matmul(a: MatmulArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+fn run_make_model(a: MakeModelArgs) -> Result<i32> {
+    use readout::engine::synthetic;
+    let Some(cfg) = synthetic::shape_config(&a.shape) else {
+        return Err(readout::Error::Config(format!(
+            "unknown shape `{}` (expected one of {})",
+            a.shape,
+            synthetic::SHAPES.join(", ")
+        ))
+        .into());
+    };
+    if let Some(ty) = &a.gguf {
+        use candle_core::quantized::GgmlDType as G;
+        let dtype = match ty.to_ascii_lowercase().as_str() {
+            "f32" => G::F32,
+            "f16" => G::F16,
+            "q8_0" => G::Q8_0,
+            "q4_0" => G::Q4_0,
+            "q4_1" => G::Q4_1,
+            "q4_k" => G::Q4K,
+            other => {
+                return Err(readout::Error::Config(format!(
+                    "unknown GGUF type `{other}` (expected f32, f16, q8_0, q4_0, q4_1 or q4_k)"
+                ))
+                .into())
+            }
+        };
+        if a.tokenizer_dir.is_some() {
+            return Err(readout::Error::Config(
+                "--tokenizer-dir applies to a Hugging Face directory; a GGUF gets the byte-level tokenizer".into(),
+            )
+            .into());
+        }
+        synthetic::write_gguf(&a.out, &cfg, a.seed, dtype).with_context(|| format!("writing {}", a.out.display()))?;
+    } else {
+        let dtype = match a.dtype.to_ascii_lowercase().as_str() {
+            "f32" => candle_core::DType::F32,
+            "f16" => candle_core::DType::F16,
+            "bf16" => candle_core::DType::BF16,
+            other => {
+                return Err(
+                    readout::Error::Config(format!("unknown dtype `{other}` (expected f32, f16 or bf16)")).into()
+                )
+            }
+        };
+        synthetic::write_hf_dir_as(&a.out, &cfg, a.seed, a.tokenizer_dir.as_deref(), dtype)
+            .with_context(|| format!("writing {}", a.out.display()))?;
+    }
+    eprintln!("wrote {} ({} parameters, random weights, seed {})", a.out.display(), cfg.parameter_count(), a.seed);
+    Ok(0)
+}
+
+fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
+    use readout::bench::{fit_rows, logit_cost, logit_cost_tokens, LOGIT_COST_TEXT};
+    use readout::engine::Prefix;
+    let max_suffix = a.suffix.iter().copied().max().unwrap_or(0);
+    if max_suffix == 0 || a.suffix.contains(&0) {
+        return Err(readout::Error::Config("--suffix lengths must be at least 1".into()).into());
+    }
+    if a.prefix_tokens == 0 {
+        return Err(readout::Error::Config("--prefix-tokens must be at least 1".into()).into());
+    }
+    let loadavg_before = loadavg();
+    let t0 = std::time::Instant::now();
+    let mut engine = a.model.load()?;
+    let load_seconds = t0.elapsed().as_secs_f64();
+    let rubric = readout::rubric::Rubric::load(&a.rubric)?;
+    let toks = logit_cost_tokens(&engine, &rubric, LOGIT_COST_TEXT, a.prefix_tokens, max_suffix)?;
+    let t1 = std::time::Instant::now();
+    let prefix = engine.extend(&Prefix::empty(), &toks.prefix)?;
+    let prefix_seconds = t1.elapsed().as_secs_f64();
+    let run = |engine: &readout::engine::Engine, head: &str| -> Result<serde_json::Value> {
+        let rows = logit_cost(engine, &prefix, &toks.pool, &toks.letters, &a.suffix, a.repeats, a.warmups)?;
+        let fit = fit_rows(&rows);
+        eprintln!("{head} head:");
+        for r in &rows {
+            eprintln!(
+                "  suffix {:>4}: median {:>9.3} ms  (p10 {:.3}, p90 {:.3}, n={})",
+                r.suffix_tokens, r.median_ms, r.p10_ms, r.p90_ms, r.repeats
+            );
+        }
+        if let Some(f) = fit {
+            eprintln!("  fit: {:.3} ms + {:.4} ms/token (r2 {:.4})", f.fixed_ms, f.ms_per_token, f.r2);
+        }
+        Ok(serde_json::json!({"head": head, "rows": rows, "fit": fit}))
+    };
+    let full = run(&engine, "full")?;
+    let pruned = if a.pruned {
+        engine.set_prune_head(true);
+        let p = run(&engine, "pruned")?;
+        engine.set_prune_head(false);
+        Some(p)
+    } else {
+        None
+    };
+    let info = engine.info();
+    let derived = readout::derive::derive(&info.config, Default::default())?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out = serde_json::json!({
+        "schema": "readout.bench.logit-cost",
+        "schema_version": 1,
+        "label": "MEASURED",
+        "created": readout::results::now_utc(),
+        "command": format!("readout {}", args.join(" ")),
+        "version": env!("CARGO_PKG_VERSION"),
+        "model": info.name,
+        "model_file": info.path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "model_sha256": engine.sha256()?,
+        "model_sha256_of": if info.path.is_dir() { "config.json" } else { "the model file" },
+        "architecture": info.architecture,
+        "quantisation": info.quantisation,
+        "matmul": info.matmul,
+        "threads": candle_core::utils::get_num_threads(),
+        "device": info.device,
+        "loadavg_before": loadavg_before,
+        "loadavg_after": loadavg(),
+        "load_seconds": load_seconds,
+        "prefix_tokens": toks.prefix.len(),
+        "prefix_seconds": prefix_seconds,
+        "answer_letters": toks.letters.len(),
+        "warmups": a.warmups,
+        "what": "wall time of engine.read(prefix, [suffix]): the suffix's tokens through the model on the cached prefix, then the LM head at its last position; the prefix is never changed",
+        "rows": full["rows"],
+        "fit": full["fit"],
+        "pruned_head": pruned,
+        "derived": {
+            "label": "DERIVED",
+            "lm_head_flops_per_position": derived.lm_head.flops_per_position,
+            "block_matmul_flops_per_token": derived.block_matmul_flops_per_token,
+        },
+    });
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&a.out, serde_json::to_vec_pretty(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+    eprintln!("wrote {}", a.out.display());
+    Ok(0)
+}
+
+/// The 1, 5 and 15 minute load averages (Linux), recorded beside timings: a busy machine skews them.
+fn loadavg() -> Option<Vec<f64>> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(text.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect())
 }

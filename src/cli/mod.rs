@@ -2,6 +2,7 @@
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
 mod bench;
+mod derive;
 mod levers;
 mod prompts;
 mod quantize;
@@ -44,6 +45,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Show what Readout reads from a model file: shape, tokenizer, chat template, letters.
     Info(InfoArgs),
+    /// DERIVED figures of a model's shape: LM-head FLOPs and bytes, trim and prune savings,
+    /// KV-cache bytes, sizes per encoding (reads only the metadata).
+    Derive(derive::DeriveArgs),
 }
 
 /// Which eval-set rows a run scores, with which shots and orderings: shared by `run` and
@@ -136,6 +140,7 @@ pub fn run() -> Result<i32> {
         Command::Prompts(a) => prompts::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Quantize(a) => quantize::run(a),
+        Command::Derive(a) => derive::run(a),
     }
 }
 

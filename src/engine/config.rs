@@ -89,7 +89,12 @@ impl ModelConfig {
         let q = (self.num_heads * self.head_dim) as u64;
         let kv = (self.num_kv_heads * self.head_dim) as u64;
         let ff = self.intermediate_size as u64;
-        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d;
+        // Qwen3 adds an RMSNorm weight over each head's q and k (head_dim each).
+        let qk_norms = match self.architecture {
+            Architecture::Qwen3 => 2 * self.head_dim as u64,
+            Architecture::Llama => 0,
+        };
+        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms;
         let emb = self.vocab_size as u64 * d;
         let head = if self.tie_embeddings { 0 } else { emb };
         per_layer * self.num_layers as u64 + emb + head + d

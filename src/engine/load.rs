@@ -129,33 +129,9 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
             ));
         }
     }
+    let cfg = gguf_config(&content, path)?;
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
-    let arch_name = get_str("general.architecture")
-        .ok_or_else(|| corrupt(path, "no `general.architecture` key in the metadata"))?;
-    let arch = Architecture::from_name(&arch_name)
-        .ok_or_else(|| Error::UnsupportedArchitecture { path: path.to_path_buf(), arch: arch_name.clone() })?;
-    let a = arch.as_str();
-    let bad_cfg = |k: &str| {
-        Error::BadModelConfig {
-        path: path.to_path_buf(),
-        detail: format!(
-            "metadata key `{k}` is missing or not a number. The GGUF metadata is incomplete: get a complete copy of the model, or convert it again with llama.cpp's convert_hf_to_gguf.py"
-        ),
-    }
-    };
-    let get_u = |k: &str| -> Result<usize> {
-        let key = format!("{a}.{k}");
-        md.get(&key)
-            .and_then(|v| v.to_u64().ok().or_else(|| v.to_u32().ok().map(u64::from)))
-            .map(|v| v as usize)
-            .ok_or_else(|| bad_cfg(&key))
-    };
-    let get_f = |k: &str| -> Option<f32> { md.get(&format!("{a}.{k}")).and_then(|v| v.to_f32().ok()) };
-    let hidden = get_u("embedding_length")?;
-    let heads = get_u("attention.head_count")?;
-    let kv_heads = get_u("attention.head_count_kv").unwrap_or(heads);
-    let head_dim = get_u("attention.key_length").unwrap_or(hidden / heads.max(1));
     let tokens: Vec<String> = match md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()) {
         Some(v) => v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect(),
         None => {
@@ -164,25 +140,6 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
                 detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
             })
         }
-    };
-    let has_output = content.tensor_infos.contains_key("output.weight");
-    let cfg = ModelConfig {
-        architecture: arch,
-        vocab_size: get_u("vocab_size").unwrap_or(tokens.len()),
-        hidden_size: hidden,
-        intermediate_size: get_u("feed_forward_length")?,
-        num_layers: get_u("block_count")?,
-        num_heads: heads,
-        num_kv_heads: kv_heads,
-        head_dim,
-        rope_theta: get_f("rope.freq_base").unwrap_or(10_000.0),
-        rms_eps: get_f("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
-        context_length: get_u("context_length").unwrap_or(4096),
-        tie_embeddings: !has_output,
-        rope_style: match arch {
-            Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen3 => RopeStyle::Halves,
-        },
     };
     cfg.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
 
@@ -244,6 +201,96 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         quantisation,
         name: get_str("general.name").unwrap_or_else(|| file_stem(path)),
     })
+}
+
+/// The model's shape from GGUF metadata (and which tensors exist), without reading weights;
+/// not yet validated (the caller checks the tokenizer first, then validates).
+fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig> {
+    let md = &content.metadata;
+    let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
+    let arch_name = get_str("general.architecture")
+        .ok_or_else(|| corrupt(path, "no `general.architecture` key in the metadata"))?;
+    let arch = Architecture::from_name(&arch_name)
+        .ok_or_else(|| Error::UnsupportedArchitecture { path: path.to_path_buf(), arch: arch_name.clone() })?;
+    let a = arch.as_str();
+    let bad_cfg = |k: &str| {
+        Error::BadModelConfig {
+        path: path.to_path_buf(),
+        detail: format!(
+            "metadata key `{k}` is missing or not a number. The GGUF metadata is incomplete: get a complete copy of the model, or convert it again with llama.cpp's convert_hf_to_gguf.py"
+        ),
+    }
+    };
+    let get_u = |k: &str| -> Result<usize> {
+        let key = format!("{a}.{k}");
+        md.get(&key)
+            .and_then(|v| v.to_u64().ok().or_else(|| v.to_u32().ok().map(u64::from)))
+            .map(|v| v as usize)
+            .ok_or_else(|| bad_cfg(&key))
+    };
+    let get_f = |k: &str| -> Option<f32> { md.get(&format!("{a}.{k}")).and_then(|v| v.to_f32().ok()) };
+    let hidden = get_u("embedding_length")?;
+    let heads = get_u("attention.head_count")?;
+    let kv_heads = get_u("attention.head_count_kv").unwrap_or(heads);
+    let head_dim = get_u("attention.key_length").unwrap_or(hidden / heads.max(1));
+    let n_tokens = md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()).map(|v| v.len()).unwrap_or(0);
+    let has_output = content.tensor_infos.contains_key("output.weight");
+    let cfg = ModelConfig {
+        architecture: arch,
+        vocab_size: get_u("vocab_size").unwrap_or(n_tokens),
+        hidden_size: hidden,
+        intermediate_size: get_u("feed_forward_length")?,
+        num_layers: get_u("block_count")?,
+        num_heads: heads,
+        num_kv_heads: kv_heads,
+        head_dim,
+        rope_theta: get_f("rope.freq_base").unwrap_or(10_000.0),
+        rms_eps: get_f("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
+        context_length: get_u("context_length").unwrap_or(4096),
+        tie_embeddings: !has_output,
+        rope_style: match arch {
+            Architecture::Llama => RopeStyle::Interleaved,
+            Architecture::Qwen3 => RopeStyle::Halves,
+        },
+    };
+    Ok(cfg)
+}
+
+/// What a model says about itself without its weights being read.
+#[derive(Debug, Clone)]
+pub struct Metadata {
+    pub config: ModelConfig,
+    pub name: String,
+    /// The tensor type most weights are in (GGUF), or the `torch_dtype` of config.json.
+    pub quantisation: String,
+    /// Bytes of the GGUF file, or of the directory's safetensors.
+    pub file_bytes: u64,
+}
+
+/// Read only the shape of a model: the GGUF header (metadata and tensor table) or config.json.
+pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
+    if !path.exists() {
+        return Err(Error::ModelMissing { path: path.to_path_buf(), hint: missing_hint(path) });
+    }
+    if path.is_dir() {
+        let (config, torch_dtype) = hf_config(path)?;
+        let file_bytes =
+            safetensors_files(path)?.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
+        let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        return Ok(Metadata { config, name, quantisation: torch_dtype.to_uppercase(), file_bytes });
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let content = gguf_file::Content::read(&mut file).map_err(|e| corrupt(path, e))?;
+    let config = gguf_config(&content, path)?;
+    config.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
+    let name = content
+        .metadata
+        .get("general.name")
+        .and_then(|v| v.to_string().ok())
+        .cloned()
+        .unwrap_or_else(|| file_stem(path));
+    Ok(Metadata { config, name, quantisation: dominant_type(&content), file_bytes })
 }
 
 /// The tensor type most of the weight bytes are in, as GGUF names it.
@@ -400,9 +447,12 @@ struct HfConfig {
     max_position_embeddings: Option<usize>,
     #[serde(default)]
     tie_word_embeddings: Option<bool>,
+    #[serde(default)]
+    torch_dtype: Option<String>,
 }
 
-fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
+/// The model's shape from `config.json` (validated), and its `torch_dtype`.
+fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let cfg_path = dir.join("config.json");
     if !cfg_path.exists() {
         return Err(Error::BadModelConfig {
@@ -440,6 +490,11 @@ fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
         rope_style: RopeStyle::Halves,
     };
     cfg.validate().map_err(|d| Error::BadModelConfig { path: cfg_path.clone(), detail: d })?;
+    Ok((cfg, hf.torch_dtype.unwrap_or_else(|| "float32".into())))
+}
+
+/// The `*.safetensors` files of a directory, sorted; an error when there are none.
+fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -452,6 +507,12 @@ fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
             detail: "no *.safetensors weights in the directory".into(),
         });
     }
+    Ok(files)
+}
+
+fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
+    let (cfg, _) = hf_config(dir)?;
+    let files = safetensors_files(dir)?;
     // SAFETY: the files are mapped read-only; a file changed under us while loading is the
     // user's to avoid, as with every mmap-based loader.
     let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }

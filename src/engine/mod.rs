@@ -16,6 +16,7 @@ use crate::prompt::{ChatTemplate, LETTERS};
 use candle_core::{Device, Tensor};
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
+pub use load::Metadata;
 pub use model::MatmulPath;
 use model::Transformer;
 use serde::Serialize;
@@ -87,6 +88,12 @@ pub struct Unit<'a> {
 pub struct UnitOut {
     pub prefix: Prefix,
     pub readouts: Vec<Readout>,
+}
+
+/// Read a model's shape without loading its weights: the GGUF header (metadata and tensor
+/// table) or a Hugging Face directory's `config.json`. For `readout derive` and the like.
+pub fn read_metadata(path: &Path) -> Result<Metadata> {
+    load::read_metadata(path)
 }
 
 /// A model ready to read out.

@@ -2,12 +2,13 @@
 //! fast engine tests (a tiny model of each architecture) and for speed work at the size of a
 //! real model whose weights are not reachable here (speed does not depend on the values).
 //! The tokenizer is byte-level: 256 byte tokens plus the ChatML specials, so every letter is
-//! one token.
+//! one token; or, for a real model's shape, that model's own tokenizer files copied in
+//! (`readout bench make-model`, `bench/make-qwen3-shaped`).
 
 use super::config::{Architecture, ModelConfig, RopeStyle};
 use crate::error::{Error, Result};
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -37,6 +38,51 @@ pub fn tiny_config(arch: Architecture) -> ModelConfig {
         },
     }
 }
+
+/// The public shape of a real model, by name (`qwen3-0.6b`, `smollm2-135m`), for random-weights
+/// copies at full size; `None` for an unknown name. The names are listed in [`SHAPES`].
+pub fn shape_config(name: &str) -> Option<ModelConfig> {
+    match name {
+        // Qwen/Qwen3-0.6B config.json.
+        "qwen3-0.6b" => Some(ModelConfig {
+            architecture: Architecture::Qwen3,
+            vocab_size: 151_936,
+            hidden_size: 1024,
+            intermediate_size: 3072,
+            num_layers: 28,
+            num_heads: 16,
+            num_kv_heads: 8,
+            head_dim: 128,
+            rope_theta: 1_000_000.0,
+            rms_eps: 1e-6,
+            context_length: 40_960,
+            tie_embeddings: true,
+            rope_style: RopeStyle::Halves,
+        }),
+        // HuggingFaceTB/SmolLM2-135M-Instruct, as its GGUF metadata says.
+        "smollm2-135m" => Some(ModelConfig {
+            architecture: Architecture::Llama,
+            vocab_size: 49_152,
+            hidden_size: 576,
+            intermediate_size: 1536,
+            num_layers: 30,
+            num_heads: 9,
+            num_kv_heads: 3,
+            head_dim: 64,
+            rope_theta: 100_000.0,
+            rms_eps: 1e-5,
+            context_length: 8192,
+            tie_embeddings: true,
+            rope_style: RopeStyle::Interleaved,
+        }),
+        "tiny-llama" => Some(tiny_config(Architecture::Llama)),
+        "tiny-qwen3" => Some(tiny_config(Architecture::Qwen3)),
+        _ => None,
+    }
+}
+
+/// The names [`shape_config`] knows.
+pub const SHAPES: [&str; 4] = ["qwen3-0.6b", "smollm2-135m", "tiny-llama", "tiny-qwen3"];
 
 /// GPT-2's byte-to-character map: the vocabulary strings of a byte-level BPE.
 pub fn byte_tokens() -> Vec<String> {
@@ -158,6 +204,21 @@ pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -
 /// tokenizer_config.json, model.safetensors in f32). With `tokenizer_dir`, its tokenizer.json and
 /// tokenizer_config.json are copied instead of the byte-level one.
 pub fn write_hf_dir(dir: &Path, cfg: &ModelConfig, seed: u64, tokenizer_dir: Option<&Path>) -> Result<()> {
+    write_hf_dir_as(dir, cfg, seed, tokenizer_dir, DType::F32)
+}
+
+/// [`write_hf_dir`] with the safetensors stored as `dtype` (F32, F16 or BF16; the loader widens
+/// them to f32). A Qwen3-0.6B-shaped model is 2.4 GB in f32 and 1.2 GB in bf16.
+pub fn write_hf_dir_as(
+    dir: &Path,
+    cfg: &ModelConfig,
+    seed: u64,
+    tokenizer_dir: Option<&Path>,
+    dtype: DType,
+) -> Result<()> {
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(Error::Config(format!("safetensors dtype {dtype:?} is not one of f32, f16, bf16")));
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let hf = |k: &str| -> String {
         let map = [
@@ -188,7 +249,10 @@ pub fn write_hf_dir(dir: &Path, cfg: &ModelConfig, seed: u64, tokenizer_dir: Opt
         let mapped = map.iter().find(|(g, _)| *g == name).map(|(_, h)| *h).unwrap_or(name);
         format!("model.layers.{i}.{mapped}.weight")
     };
-    let named: HashMap<String, Tensor> = tensors(cfg, seed)?.into_iter().map(|(k, t)| (hf(&k), t)).collect();
+    let mut named: HashMap<String, Tensor> = HashMap::new();
+    for (k, t) in tensors(cfg, seed)? {
+        named.insert(hf(&k), t.to_dtype(dtype)?);
+    }
     candle_core::safetensors::save(&named, dir.join("model.safetensors"))?;
     let arch = match cfg.architecture {
         Architecture::Llama => "LlamaForCausalLM",
@@ -208,7 +272,11 @@ pub fn write_hf_dir(dir: &Path, cfg: &ModelConfig, seed: u64, tokenizer_dir: Opt
         "rms_norm_eps": cfg.rms_eps,
         "max_position_embeddings": cfg.context_length,
         "tie_word_embeddings": cfg.tie_embeddings,
-        "torch_dtype": "float32",
+        "torch_dtype": match dtype {
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            _ => "float32",
+        },
     });
     let write = |name: &str, v: &serde_json::Value| -> Result<()> {
         let p = dir.join(name);
