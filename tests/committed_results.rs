@@ -12,8 +12,20 @@ fn committed_result_files_match_the_schema() {
             .unwrap();
     let v = jsonschema::validator_for(&schema).expect("schema compiles");
     let mut n = 0;
-    for e in std::fs::read_dir(common::repo().join("bench/results")).unwrap() {
-        let p = e.unwrap().path();
+    // bench/results and its subfolders (the lever benchmark's variants live in results/levers/).
+    let mut files = Vec::new();
+    let mut dirs = vec![common::repo().join("bench/results")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    for p in files {
         let text = std::fs::read_to_string(&p).unwrap();
         let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         if doc["schema"] != "readout.result" {
@@ -45,4 +57,24 @@ fn the_committed_table_is_generated_from_the_files() {
     };
     assert_eq!(rows(&fresh), rows(&committed));
     assert_eq!(rows(&committed).len(), 6);
+}
+
+#[test]
+fn the_committed_lever_table_is_generated_from_its_summary() {
+    let dir = common::repo().join("bench/results");
+    let path = dir.join("levers-authored144-cyclic-3shot-smollm2-135m-q4_1-cpu.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        panic!("{} is missing: run `readout bench levers` (see bench/README.md)", path.display())
+    };
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let rows: Vec<readout::levers::LeverRow> = serde_json::from_value(doc["rows"].clone()).unwrap();
+    // Every variant's result file is there and says what the summary says.
+    for r in &rows {
+        let f = readout::results::ResultFile::load(&dir.join(&r.file)).unwrap();
+        assert_eq!(f.plan.computed_tokens, r.computed_tokens, "{}", r.file);
+        assert_eq!(f.rows.len(), r.rows, "{}", r.file);
+    }
+    let table = readout::levers::markdown(&rows);
+    let committed = std::fs::read_to_string(common::repo().join("bench/README.md")).unwrap();
+    assert!(committed.contains(&table), "bench/README.md's lever table differs from {}", path.display());
 }
