@@ -315,44 +315,59 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
 }
 
 /// A model the app knows.
+/// One model as the Models page and the model pickers show it (the contract in ui/README.md):
+/// its shape from the file's metadata, without loading the weights.
 #[derive(Debug, Serialize)]
 pub struct ModelEntry {
+    pub name: String,
     pub path: PathBuf,
-    pub available: bool,
-    pub info: Option<readout::engine::ModelInfo>,
-    pub error: Option<String>,
+    pub architecture: String,
+    pub quantisation: String,
+    pub parameters: u64,
+    pub config: serde_json::Value,
 }
 
+fn model_entry(path: &Path) -> Result<ModelEntry, String> {
+    let md = readout::engine::read_metadata(path).map_err(msg)?;
+    let c = &md.config;
+    let mut config = serde_json::to_value(c).map_err(msg)?;
+    // The names the UI shows, as in Hugging Face's config.json.
+    config["tie_word_embeddings"] = c.tie_embeddings.into();
+    config["num_hidden_layers"] = c.num_layers.into();
+    config["num_attention_heads"] = c.num_heads.into();
+    config["num_key_value_heads"] = c.num_kv_heads.into();
+    Ok(ModelEntry {
+        name: md.name.clone(),
+        path: path.to_path_buf(),
+        architecture: c.architecture.as_str().to_string(),
+        quantisation: md.quantisation.clone(),
+        parameters: c.parameter_count(),
+        config,
+    })
+}
+
+/// The default model and the models added through the dialog that can be read (a missing or
+/// broken file is left out of the list; adding it again shows why).
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> Vec<ModelEntry> {
     let s = state.settings();
     let mut paths = vec![s.default_model.clone().unwrap_or_else(readout::default_model_path)];
     paths.extend(s.models.iter().cloned());
     paths.dedup();
-    let held = state.engine.lock().ok().and_then(|h| h.as_ref().map(|(p, e)| (p.clone(), e.info().clone())));
-    paths
-        .into_iter()
-        .map(|p| {
-            let info = held.as_ref().filter(|(hp, _)| *hp == p).map(|(_, i)| i.clone());
-            ModelEntry {
-                available: p.exists(),
-                error: (!p.exists()).then(|| format!("{} does not exist", p.display())),
-                info,
-                path: p,
-            }
-        })
-        .collect()
+    paths.iter().filter_map(|p| model_entry(p).ok()).collect()
 }
 
 #[tauri::command]
-pub fn add_model(state: State<'_, AppState>, path: PathBuf) -> Res<readout::engine::ModelInfo> {
-    let engine = state.engine(Some(&path))?;
+pub fn add_model(state: State<'_, AppState>, path: PathBuf) -> Res<ModelEntry> {
+    // Load it once, so a model that cannot run is refused here with its reason.
+    state.engine(Some(&path))?;
+    let entry = model_entry(&path)?;
     let mut s = state.settings();
     if !s.models.contains(&path) {
         s.models.push(path);
         state.save_settings(s)?;
     }
-    Ok(engine.info().clone())
+    Ok(entry)
 }
 
 /// Settings as the UI shows them, with the device in use (read-only).

@@ -120,13 +120,15 @@ fn evaluate_save_list_load_and_compare() {
     assert_eq!(a["rows"].as_array().unwrap().len(), 12);
     let saved = call(&app, "save_result", json!({})).unwrap();
     assert!(std::path::Path::new(saved.as_str().unwrap()).exists());
-    // Saving twice never overwrites.
-    assert!(call(&app, "save_result", json!({})).is_err());
+    // Saving twice never overwrites: the second copy gets the next free name.
+    let again = call(&app, "save_result", json!({})).unwrap();
+    assert!(again.as_str().unwrap().ends_with("-2.json"), "{again}");
+    assert!(std::path::Path::new(saved.as_str().unwrap()).exists());
     call(&app, "run_eval", json!({"request": {"evalSet": path}, "onProgress": "__CHANNEL__:8"})).unwrap();
     let second = app.bench.join("second.json");
     call(&app, "save_result", json!({"path": second})).unwrap();
     let list = call(&app, "list_results", json!({})).unwrap();
-    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert_eq!(list.as_array().unwrap().len(), 3, "the first save, its copy, and second.json");
     let loaded = call(&app, "load_result", json!({"file": saved})).unwrap();
     assert_eq!(loaded["schema"], "readout.result");
     let cmp = call(&app, "compare_results", json!({"a": saved, "b": second})).unwrap();
@@ -154,7 +156,13 @@ fn a_cancel_before_a_run_does_not_stop_the_next_one() {
 fn models_and_settings() {
     let app = app();
     let models = call(&app, "list_models", json!({})).unwrap();
-    assert_eq!(models[0]["available"], true);
+    // The shape ui/README.md promises: flat model info with its config, read without loading.
+    let tiny = tiny_config(Architecture::Llama);
+    assert_eq!(models[0]["architecture"], "llama");
+    assert_eq!(models[0]["config"]["vocab_size"], tiny.vocab_size);
+    assert_eq!(models[0]["config"]["hidden_size"], tiny.hidden_size);
+    assert!(models[0]["config"]["tie_word_embeddings"].is_boolean());
+    assert!(models[0]["parameters"].as_u64().unwrap() > 0);
     let info = call(&app, "add_model", json!({"path": models[0]["path"]})).unwrap();
     assert_eq!(info["architecture"], "llama");
     let mut s = call(&app, "get_settings", json!({})).unwrap();
