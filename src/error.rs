@@ -48,12 +48,9 @@ pub enum Error {
     #[error("device `{requested}` is not available: {reason}")]
     Device { requested: String, reason: String },
 
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The OS error is part of the message, not a separate source, so `{:#}` prints it once.
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
 
     #[error("tensor computation failed: {0}")]
     Candle(#[from] candle_core::Error),
@@ -64,6 +61,6 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io { path: path.into(), err: source }
     }
 }
