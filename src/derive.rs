@@ -437,42 +437,14 @@ impl Derivation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::config::RopeStyle;
 
+    // The public configs, as the synthetic writer keeps them (one copy in the code base).
     fn smollm2() -> ModelConfig {
-        ModelConfig {
-            architecture: Architecture::Llama,
-            vocab_size: 49152,
-            hidden_size: 576,
-            intermediate_size: 1536,
-            num_layers: 30,
-            num_heads: 9,
-            num_kv_heads: 3,
-            head_dim: 64,
-            rope_theta: 100_000.0,
-            rms_eps: 1e-5,
-            context_length: 8192,
-            tie_embeddings: true,
-            rope_style: RopeStyle::Interleaved,
-        }
+        crate::engine::synthetic::shape_config("smollm2-135m").expect("known shape")
     }
 
     fn qwen3_06b() -> ModelConfig {
-        ModelConfig {
-            architecture: Architecture::Qwen3,
-            vocab_size: 151_936,
-            hidden_size: 1024,
-            intermediate_size: 3072,
-            num_layers: 28,
-            num_heads: 16,
-            num_kv_heads: 8,
-            head_dim: 128,
-            rope_theta: 1_000_000.0,
-            rms_eps: 1e-6,
-            context_length: 40960,
-            tie_embeddings: true,
-            rope_style: RopeStyle::Halves,
-        }
+        crate::engine::synthetic::shape_config("qwen3-0.6b").expect("known shape")
     }
 
     fn bytes(v: &[BytesIn], t: WeightType) -> u64 {

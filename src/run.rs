@@ -734,14 +734,7 @@ impl Exec<'_, '_> {
             for ((n, _), (prefix, readouts)) in batch.iter().zip(outs) {
                 let leaves = n.children.iter().filter(|c| c.is_leaf());
                 for (l, r) in leaves.zip(readouts) {
-                    for &p in &l.prompts {
-                        let pi = self.idx[p];
-                        self.readings.insert(
-                            pi,
-                            Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() },
-                        );
-                        read_now.push(pi);
-                    }
+                    self.record(l, &r, &mut read_now);
                 }
                 for c in n.children.iter().filter(|c| !c.is_leaf()) {
                     next.push((c, prefix.clone()));
@@ -767,14 +760,21 @@ impl Exec<'_, '_> {
     }
 
     fn leaf_suffixes(&self, n: &TrieNode) -> Vec<Suffix<'_>> {
-        n.children
-            .iter()
-            .filter(|c| c.is_leaf())
-            .map(|l| Suffix {
-                tokens: &self.seqs[l.rep][l.start..l.end],
-                read: &self.specs[self.idx[l.prompts[0]]].letters,
-            })
-            .collect()
+        n.children.iter().filter(|c| c.is_leaf()).map(|l| self.leaf_suffix(l)).collect()
+    }
+
+    /// A leaf as a suffix: its own tokens and the letters its prompts read.
+    fn leaf_suffix(&self, l: &TrieNode) -> Suffix<'_> {
+        Suffix { tokens: &self.seqs[l.rep][l.start..l.end], read: &self.specs[self.idx[l.prompts[0]]].letters }
+    }
+
+    /// Store a leaf's readout for every prompt that ends at it (identical prompts share a leaf).
+    fn record(&mut self, l: &TrieNode, r: &crate::engine::Readout, read_now: &mut Vec<usize>) {
+        for &p in &l.prompts {
+            let pi = self.idx[p];
+            self.readings.insert(pi, Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() });
+            read_now.push(pi);
+        }
     }
 
     /// Compute a node's tokens, read its leaves in one batch, recurse into the rest.
@@ -799,24 +799,11 @@ impl Exec<'_, '_> {
         let mut read_now: Vec<usize> = Vec::new();
         match self.config.mode {
             Mode::Readout => {
-                let suffixes: Vec<Suffix<'_>> = leaves
-                    .iter()
-                    .map(|l| Suffix {
-                        tokens: &self.seqs[l.rep][l.start..l.end],
-                        read: &self.specs[self.idx[l.prompts[0]]].letters,
-                    })
-                    .collect();
-                self.computed += suffixes.iter().map(|s| s.tokens.len()).sum::<usize>();
+                self.computed += leaves.iter().map(|l| l.end - l.start).sum::<usize>();
+                let suffixes: Vec<Suffix<'_>> = leaves.iter().map(|l| self.leaf_suffix(l)).collect();
                 let out = self.engine.read_with(prefix, &suffixes, self.head())?;
                 for (l, r) in leaves.iter().zip(out) {
-                    for &p in &l.prompts {
-                        let pi = self.idx[p];
-                        self.readings.insert(
-                            pi,
-                            Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() },
-                        );
-                        read_now.push(pi);
-                    }
+                    self.record(l, &r, &mut read_now);
                 }
             }
             Mode::Generate => {
