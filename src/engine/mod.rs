@@ -7,6 +7,7 @@ pub mod config;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
+mod softmax;
 pub mod synthetic;
 pub mod tokenizer;
 

@@ -156,8 +156,15 @@ impl Transformer {
         let group = h / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
         let eps = cfg.rms_eps as f32;
-        let masks: Vec<Tensor> =
-            segs.iter().map(|g| g.mask.unsqueeze(0)?.unsqueeze(0)).collect::<candle_core::Result<_>>()?; // [1, 1, s, T]
+        // On CPU attention's softmax is our fused op (softmax.rs), which takes the `[s, T]` masks
+        // as they are; other devices add the mask with candle's broadcasting ops.
+        let cpu = self.device.is_cpu();
+        let masks: Vec<Tensor> = if cpu {
+            Vec::new()
+        } else {
+            segs.iter().map(|g| g.mask.unsqueeze(0)?.unsqueeze(0)).collect::<candle_core::Result<_>>()?
+            // [1, 1, s, T]
+        };
         let mut offsets = Vec::with_capacity(segs.len());
         let mut o = 0;
         for g in segs {
@@ -208,9 +215,12 @@ impl Transformer {
                 // Grouped-query attention without repeating K/V: fold the query heads of a
                 // group into the row dimension.
                 let qg = qg.contiguous()?.reshape((kvh, group * n, hd))?;
-                let att = (qg.matmul(&k_all.t()?)? * scale)?; // [kvh, group*n, T]
-                let att = att.reshape((kvh, group, n, t))?.broadcast_add(&masks[gi])?;
-                let att = candle_nn::ops::softmax_last_dim(&att)?;
+                let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?; // unscaled
+                let att = if cpu {
+                    super::softmax::masked_softmax(att, &g.mask, scale as f32)?
+                } else {
+                    candle_nn::ops::softmax_last_dim(&(att * scale)?.broadcast_add(&masks[gi])?)?
+                };
                 let out = att.reshape((kvh, group * n, t))?.matmul(&v_all)?; // [kvh, group*n, hd]
                 outs.push(out.reshape((h, n, hd))?.transpose(0, 1)?.reshape((n, h * hd))?);
                 new_kv[gi].push(LayerKv { k: kg, v: vg });
