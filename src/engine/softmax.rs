@@ -158,7 +158,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
     // SAFETY: `k` is a whole number in [-126, 0], so it fits an i32.
     let k_int: i32 = unsafe { k.to_int_unchecked() };
