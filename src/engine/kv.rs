@@ -65,18 +65,17 @@ impl Prefix {
         Prefix { chunks, tokens: all }
     }
 
-    /// Keys and values of layer `li` over the whole prefix (`None` when empty). One chunk is
-    /// returned as it is; several are concatenated for this call only.
-    pub(crate) fn layer(&self, li: usize) -> candle_core::Result<Option<(Tensor, Tensor)>> {
-        match self.chunks.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some((one.layers[li].k.clone(), one.layers[li].v.clone()))),
-            many => {
-                let ks: Vec<&Tensor> = many.iter().map(|c| &c.layers[li].k).collect();
-                let vs: Vec<&Tensor> = many.iter().map(|c| &c.layers[li].v).collect();
-                Ok(Some((Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?)))
-            }
+    /// Keys and values of layer `li` over the whole prefix followed by `k`, `v` (the new
+    /// tokens'), in one concatenation: the attention of a pass needs exactly this.
+    pub(crate) fn layer_then(&self, li: usize, k: &Tensor, v: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        if self.chunks.is_empty() {
+            return Ok((k.clone(), v.clone()));
         }
+        let mut ks: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].k).collect();
+        let mut vs: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].v).collect();
+        ks.push(k);
+        vs.push(v);
+        Ok((Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?))
     }
 
     /// The snapshot of the first `keep` tokens (views; nothing is recomputed).

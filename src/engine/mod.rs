@@ -4,10 +4,10 @@
 //! through the model in one pass under a tree mask; the LM head runs only at the read rows.
 
 pub mod config;
+mod fused;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
-mod softmax;
 pub mod synthetic;
 pub mod tokenizer;
 

@@ -156,7 +156,7 @@ impl Transformer {
         let group = h / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
         let eps = cfg.rms_eps as f32;
-        // On CPU attention's softmax is our fused op (softmax.rs), which takes the `[s, T]` masks
+        // On CPU attention's softmax is our fused op (fused.rs), which takes the `[s, T]` masks
         // as they are; other devices add the mask with candle's broadcasting ops.
         let cpu = self.device.is_cpu();
         let masks: Vec<Tensor> = if cpu {
@@ -207,17 +207,14 @@ impl Transformer {
                 } else {
                     (q.narrow(1, off, n)?, k.narrow(1, off, n)?.contiguous()?, v.narrow(1, off, n)?.contiguous()?)
                 };
-                let (k_all, v_all) = match g.past.layer(li)? {
-                    Some((pk, pv)) => (Tensor::cat(&[&pk, &kg], 1)?, Tensor::cat(&[&pv, &vg], 1)?),
-                    None => (kg.clone(), vg.clone()),
-                };
+                let (k_all, v_all) = g.past.layer_then(li, &kg, &vg)?;
                 let t = k_all.dim(1)?;
                 // Grouped-query attention without repeating K/V: fold the query heads of a
                 // group into the row dimension.
                 let qg = qg.contiguous()?.reshape((kvh, group * n, hd))?;
                 let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?; // unscaled
                 let att = if cpu {
-                    super::softmax::masked_softmax(att, &g.mask, scale as f32)?
+                    super::fused::masked_softmax(att, &g.mask, scale as f32)?
                 } else {
                     candle_nn::ops::softmax_last_dim(&(att * scale)?.broadcast_add(&masks[gi])?)?
                 };
@@ -231,7 +228,8 @@ impl Transformer {
             let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
             let gate = layer.w_gate.forward(&xn)?;
             let up = layer.w_up.forward(&xn)?;
-            let ff = layer.w_down.forward(&(candle_nn::ops::silu(&gate)? * up)?)?;
+            let act = if cpu { super::fused::swiglu(gate, &up)? } else { (candle_nn::ops::silu(&gate)? * up)? };
+            let ff = layer.w_down.forward(&act)?;
             x = (x + ff)?;
         }
         Ok((x, new_kv))
