@@ -15,25 +15,44 @@ pub struct Variant {
     pub lever: &'static str,
     /// Its setting in this variant, in words.
     pub setting: String,
+    /// What a user does to get this setting.
+    pub effort: &'static str,
     pub config: RunConfig,
 }
 
 /// The baseline (every lever at its default) and one variant per lever.
 pub fn variants(base: &RunConfig) -> Vec<Variant> {
-    let mut out =
-        vec![Variant { lever: "baseline", setting: "all levers at their defaults".into(), config: base.clone() }];
-    let mut add = |lever: &'static str, setting: &str, f: &dyn Fn(&mut RunConfig)| {
+    let mut out = vec![Variant {
+        lever: "baseline",
+        setting: "all levers at their defaults".into(),
+        effort: "none (the default)",
+        config: base.clone(),
+    }];
+    let mut add = |lever: &'static str, setting: &str, effort: &'static str, f: &dyn Fn(&mut RunConfig)| {
         let mut c = base.clone();
         f(&mut c);
-        out.push(Variant { lever, setting: setting.into(), config: c });
+        out.push(Variant { lever, setting: setting.into(), effort, config: c });
     };
-    add("prefix_tree", "off: every prompt from scratch", &|c| c.levers.prefix_tree = false);
-    add("batched_suffixes", "off: one suffix per pass, no batching of units", &|c| c.levers.batched_suffixes = false);
-    add("trim", "off: full logits at every position", &|c| c.levers.trim = false);
-    add("prune_head", "on: head cut to the answer letters", &|c| c.levers.prune_head = true);
-    add("prompt", "terse (readout-terse-v1)", &|c| c.prompt_version = PromptVersion::TerseV1.as_str().into());
-    add("pass_tokens", "256 tokens per pass", &|c| c.levers.pass_tokens = 256);
-    add("pass_tokens", "4096 tokens per pass", &|c| c.levers.pass_tokens = 4096);
+    add("prefix_tree", "off: every prompt from scratch", "on by default; `--no-prefix-tree` turns it off", &|c| {
+        c.levers.prefix_tree = false
+    });
+    add(
+        "batched_suffixes",
+        "off: one suffix per pass, no batching of units",
+        "on by default; `--no-batch` turns it off",
+        &|c| c.levers.batched_suffixes = false,
+    );
+    add("trim", "off: full logits at every position", "on by default; `--no-trim` turns it off", &|c| {
+        c.levers.trim = false
+    });
+    add("prune_head", "on: head cut to the answer letters", "`--prune-head` (app: Prune head)", &|c| {
+        c.levers.prune_head = true
+    });
+    add("prompt", "terse (readout-terse-v1)", "`--prompt terse` (app: Prompt layout); answers move", &|c| {
+        c.prompt_version = PromptVersion::TerseV1.as_str().into()
+    });
+    add("pass_tokens", "256 tokens per pass", "`--pass-tokens 256`", &|c| c.levers.pass_tokens = 256);
+    add("pass_tokens", "4096 tokens per pass", "`--pass-tokens 4096`", &|c| c.levers.pass_tokens = 4096);
     out
 }
 
@@ -42,6 +61,9 @@ pub fn variants(base: &RunConfig) -> Vec<Variant> {
 pub struct LeverRow {
     pub lever: String,
     pub setting: String,
+    /// What a user does to get this setting (flag, app switch or default).
+    #[serde(default)]
+    pub effort: String,
     /// The variant's result file (relative to the summary's folder).
     pub file: String,
     pub rows: usize,
@@ -62,7 +84,7 @@ pub struct LeverRow {
 }
 
 /// Compare `run` with `baseline` row by row (rows matched by id).
-pub fn row(lever: &str, setting: &str, file: &str, run: &ResultFile, baseline: &ResultFile) -> LeverRow {
+pub fn row(v: &Variant, file: &str, run: &ResultFile, baseline: &ResultFile) -> LeverRow {
     let base: std::collections::HashMap<&str, &crate::results::RowRecord> =
         baseline.rows.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut same = 0;
@@ -83,8 +105,9 @@ pub fn row(lever: &str, setting: &str, file: &str, run: &ResultFile, baseline: &
     }
     let m = run.metrics.as_ref();
     LeverRow {
-        lever: lever.into(),
-        setting: setting.into(),
+        lever: v.lever.into(),
+        setting: v.setting.clone(),
+        effort: v.effort.into(),
         file: file.into(),
         rows: run.rows.len(),
         wall_seconds: run.timing.wall_seconds,
@@ -107,13 +130,14 @@ pub fn row(lever: &str, setting: &str, file: &str, run: &ResultFile, baseline: &
 /// The lever table in Markdown, one line per variant.
 pub fn markdown(rows: &[LeverRow]) -> String {
     let mut s = String::from(
-        "| lever | setting | seconds | speed vs baseline | tokens run | mean family bal. acc. | same predictions | result file |\n|---|---|---|---|---|---|---|---|\n",
+        "| lever | setting | effort | evidence | seconds | speed vs baseline | tokens run | mean family bal. acc. | same predictions | result file |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {:.1} | {:.2}× | {} | {} | {}/{} | `{}` |\n",
+            "| {} | {} | {} | MEASURED | {:.1} | {:.2}× | {} | {} | {}/{} | `{}` |\n",
             r.lever,
             r.setting,
+            r.effort,
             r.wall_seconds,
             r.speed_vs_baseline,
             r.computed_tokens,

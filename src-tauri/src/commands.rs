@@ -172,6 +172,12 @@ pub struct RunRequest {
     /// Prompt layout: default or terse.
     pub prompt: Option<String>,
     pub limit: Option<usize>,
+    /// Speed levers, on by default; turned off only to measure what each one buys.
+    pub prefix_tree: Option<bool>,
+    pub batched_suffixes: Option<bool>,
+    pub trim: Option<bool>,
+    /// New tokens per forward pass (the library's default when absent).
+    pub pass_tokens: Option<usize>,
 }
 
 #[tauri::command]
@@ -189,6 +195,15 @@ pub async fn run_eval(
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut config = default_config(mode, request.shots.unwrap_or(0), debias);
     config.levers.prune_head = request.prune_head.unwrap_or(false);
+    config.levers.prefix_tree = request.prefix_tree.unwrap_or(config.levers.prefix_tree);
+    config.levers.batched_suffixes = request.batched_suffixes.unwrap_or(config.levers.batched_suffixes);
+    config.levers.trim = request.trim.unwrap_or(config.levers.trim);
+    if let Some(n) = request.pass_tokens {
+        if n == 0 {
+            return Err("Tokens per pass must be at least 1.".to_string());
+        }
+        config.levers.pass_tokens = n;
+    }
     if let Some(p) = request.prompt.as_deref() {
         let v: readout::prompt::PromptVersion = p.parse()?;
         config.prompt_version = v.as_str().to_string();

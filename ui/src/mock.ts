@@ -330,6 +330,10 @@ export function createMockBackend(): Backend {
       r.config.shots = req.shots;
       r.config.debias = req.debias;
       r.config.levers.prune_head = req.pruneHead;
+      r.config.levers.prefix_tree = req.prefixTree ?? true;
+      r.config.levers.batched_suffixes = req.batchedSuffixes ?? true;
+      r.config.levers.trim = req.trim ?? true;
+      if (req.passTokens) r.config.levers.pass_tokens = req.passTokens;
       if (req.prompt === 'terse') r.config.prompt_version = 'readout-terse-v1';
       const model = models.find((m) => m.path === req.model);
       if (model) {

@@ -75,6 +75,12 @@ export interface RunRequest {
   pruneHead: boolean;
   /** Prompt layout: default (readout-v1) or terse (readout-terse-v1). */
   prompt?: 'default' | 'terse';
+  /** Speed levers (on by default; off only to measure them). */
+  prefixTree?: boolean;
+  batchedSuffixes?: boolean;
+  trim?: boolean;
+  /** New tokens per forward pass. */
+  passTokens?: number;
 }
 
 export interface Progress {

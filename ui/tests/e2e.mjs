@@ -211,6 +211,23 @@ export const tests = [
     },
   },
   {
+    name: 'evaluate: the speed levers are folded away, switch off, and the result says so',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'evaluate'));
+      assert.equal(await page.locator('[data-testid="lever-batch"]').isVisible(), false, 'levers start folded');
+      await page.click('[data-testid="levers"] summary');
+      assert.ok(await page.locator('[data-testid="lever-prefix-tree"]').isChecked());
+      assert.ok(await page.locator('[data-testid="lever-trim"]').isChecked());
+      await page.uncheck('[data-testid="lever-batch"]');
+      await page.fill('[data-testid="lever-pass-tokens"]', '256');
+      await shot('evaluate-levers');
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      const line = await text(page, '[data-testid="result-view"] .summary-line');
+      assert.match(line, /measuring: no batching, 256 word pieces per pass/);
+    },
+  },
+  {
     name: 'evaluate: a bad eval set shows the backend message',
     async run({ page, url, shot }) {
       await page.goto(url('', 'evaluate'));

@@ -153,6 +153,8 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           <strong>{r.model.name}</strong> ({r.model.quantisation}) on <strong>{r.eval_set.name}</strong> · {r.config.mode === 'readout' ? 'reading the answer letters' : 'generating an answer'} ·{' '}
           {r.config.shots} worked example{r.config.shots === 1 ? '' : 's'} · {debiasWords(r.config.debias)}
           {r.config.levers.prune_head ? ' · output layer pruned to the letters' : ''}
+          {r.config.prompt_version === 'readout-terse-v1' ? ' · terse prompt' : ''}
+          {leversOff(r.config.levers)}
         </p>
         {props.file && <p class="muted mono small">{props.file}</p>}
 
@@ -253,4 +255,14 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
       </details>
     </div>
   );
+}
+
+/** The speed levers a run switched off (they are on by default), in words; empty when none. */
+function leversOff(l: { prefix_tree: boolean; batched_suffixes: boolean; trim: boolean; pass_tokens?: number }): string {
+  const off: string[] = [];
+  if (!l.prefix_tree) off.push('no shared prompt beginnings');
+  if (!l.batched_suffixes) off.push('no batching');
+  if (!l.trim) off.push('output layer at every position');
+  if (l.pass_tokens && l.pass_tokens !== 1024) off.push(`${l.pass_tokens} word pieces per pass`);
+  return off.length ? ` · measuring: ${off.join(', ')}` : '';
 }

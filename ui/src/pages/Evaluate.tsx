@@ -58,6 +58,10 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
   const [debias, setDebias] = useState<Debias>('cyclic');
   const [pruneHead, setPruneHead] = useState(false);
   const [prompt, setPrompt] = useState<'default' | 'terse'>('default');
+  const [prefixTree, setPrefixTree] = useState(true);
+  const [batchedSuffixes, setBatchedSuffixes] = useState(true);
+  const [trim, setTrim] = useState(true);
+  const [passTokens, setPassTokens] = useState(1024);
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [saveNote, setSaveNote] = useState<string | null>(null);
   const [saveError, setSaveError] = useState<string | null>(null);
@@ -94,7 +98,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     setRun({ status: 'running', progress: null, cancelling: false });
     try {
       const result = await runEval(
-        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt },
+        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens },
         (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
       );
       setRun({ status: 'done', result });
@@ -219,6 +223,28 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
               Terse (faster; answers can differ)
             </label>
           </div>
+
+          <span class="label">Levers</span>
+          <details class="levers" data-testid="levers">
+            <summary>Show the speed levers <span class="muted small">(for measuring; leave them on for normal use)</span></summary>
+            <label class="check">
+              <input type="checkbox" checked={prefixTree} onChange={(e) => setPrefixTree(e.currentTarget.checked)} data-testid="lever-prefix-tree" />
+              Share prompt beginnings <span class="muted">(each shared part computed once; off: every prompt from scratch)</span>
+            </label>
+            <label class="check">
+              <input type="checkbox" checked={batchedSuffixes} onChange={(e) => setBatchedSuffixes(e.currentTarget.checked)} data-testid="lever-batch" />
+              Batch the questions <span class="muted">(many questions in one pass; off: one at a time)</span>
+            </label>
+            <label class="check">
+              <input type="checkbox" checked={trim} onChange={(e) => setTrim(e.currentTarget.checked)} data-testid="lever-trim" />
+              Read the answer position only <span class="muted">(off: the output layer at every word piece)</span>
+            </label>
+            <div class="row">
+              <input id="pass-tokens" type="number" min={1} max={65536} value={passTokens} class="narrow" onInput={(e) => setPassTokens(Math.max(1, Number(e.currentTarget.value) || 1024))} data-testid="lever-pass-tokens" />
+              <label for="pass-tokens" class="muted small">word pieces per pass (1024 by default)</label>
+            </div>
+            <p class="muted small">Answers stay the same with any of these; only the time changes. The result file records each setting.</p>
+          </details>
         </fieldset>
         <div class="row end">
           {running ? (
