@@ -71,7 +71,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
         let base_result = baseline.get_or_insert_with(|| result.clone());
         let file = a.out_dir.join(&name);
         let rel = file.strip_prefix(a.summary.parent().unwrap_or(std::path::Path::new(""))).unwrap_or(&file);
-        let r = row(v, &rel.to_string_lossy(), &result, base_result);
+        let r = row(&v, &rel.to_string_lossy(), &result, base_result);
         eprintln!(
             "  {:.1} s, {} tokens run, mean family balanced accuracy {}, same predictions {}/{}",
             r.wall_seconds,
