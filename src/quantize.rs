@@ -51,6 +51,28 @@ impl QuantMode {
     }
 }
 
+/// The encoding a matrix whose rows hold `width` values gets when `target` is asked for. The
+/// k-quants pack rows in blocks of 256, which many small models' widths are not a multiple of
+/// (SmolLM2-135M's 576); such matrices get the nearest 32-block encoding of at least the
+/// target's precision, as llama.cpp does (Q4_K → Q5_0, Q6_K → Q8_0), and F32 only when even a
+/// 32-block does not fit.
+fn encoding_for(width: usize, target: GgmlDType) -> GgmlDType {
+    let fits = |t: GgmlDType| width > 0 && width % t.block_size() == 0;
+    if fits(target) {
+        return target;
+    }
+    let fallback = match target {
+        GgmlDType::Q4K => GgmlDType::Q5_0,
+        GgmlDType::Q6K => GgmlDType::Q8_0,
+        other => other,
+    };
+    if fits(fallback) {
+        fallback
+    } else {
+        GgmlDType::F32
+    }
+}
+
 /// Re-encode the GGUF at `input` into `output`. Returns the number of tensors written.
 pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
     let corrupt = |detail: String| Error::CorruptGguf { path: input.to_path_buf(), detail };
@@ -63,8 +85,7 @@ pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usi
     for name in names {
         let q = content.tensor(&mut f, name, &Device::Cpu).map_err(|e| corrupt(format!("tensor `{name}`: {e}")))?;
         let dims = q.shape().dims().to_vec();
-        let fits = dims.last().map(|d| d % target.block_size() == 0).unwrap_or(false);
-        let ty = if dims.len() == 1 || !fits { GgmlDType::F32 } else { target };
+        let ty = if dims.len() == 1 { GgmlDType::F32 } else { encoding_for(dims.last().copied().unwrap_or(0), target) };
         let out = if q.dtype() == ty { q } else { QTensor::quantize(&q.dequantize(&Device::Cpu)?, ty)? };
         tensors.push((name.clone(), out));
     }
@@ -81,4 +102,18 @@ pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usi
     }
     std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))?;
     Ok(tensors.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_quants_fall_back_by_row_width() {
+        assert_eq!(encoding_for(1024, GgmlDType::Q4K), GgmlDType::Q4K);
+        assert_eq!(encoding_for(576, GgmlDType::Q4K), GgmlDType::Q5_0);
+        assert_eq!(encoding_for(576, GgmlDType::Q6K), GgmlDType::Q8_0);
+        assert_eq!(encoding_for(576, GgmlDType::Q4_1), GgmlDType::Q4_1);
+        assert_eq!(encoding_for(100, GgmlDType::Q4_0), GgmlDType::F32);
+    }
 }

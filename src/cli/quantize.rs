@@ -12,7 +12,8 @@ pub struct QuantizeArgs {
     /// Where to write the new GGUF.
     #[arg(long, short = 'o')]
     output: PathBuf,
-    /// Target encoding: f32, f16, q8_0, q4_0, q4_1, q4_k or q6_k.
+    /// Target encoding: f32, f16, q8_0, q4_0, q4_1, q4_k or q6_k (k-quants need rows of 256
+    /// values; narrower matrices get q5_0 for q4_k and q8_0 for q6_k, as llama.cpp does).
     #[arg(long)]
     mode: QuantMode,
 }
