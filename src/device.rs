@@ -58,7 +58,7 @@ pub fn select(req: DeviceRequest) -> Result<Device> {
 pub fn describe(dev: &Device) -> String {
     match dev {
         Device::Cpu => format!("cpu ({} threads)", candle_core::utils::get_num_threads()),
-        Device::Cuda(_) => "cuda:0".to_string(),
+        Device::Cuda(_) => cuda_name(dev).map_or_else(|| "cuda:0".to_string(), |n| format!("cuda:0 ({n})")),
         Device::Metal(_) => "metal:0".to_string(),
     }
 }
@@ -70,7 +70,86 @@ fn cuda() -> std::result::Result<Device, String> {
                 .into(),
         );
     }
-    Device::new_cuda(0).map_err(|e| e.to_string())
+    // A binary built by `bench/cuda/build` loads the driver and cuBLAS with dlopen when the
+    // device is first made, and cudarc panics when a library is missing: turn that into an error
+    // (one line, not a panic report).
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let made = std::panic::catch_unwind(|| Device::new_cuda(0));
+    std::panic::set_hook(hook);
+    match made {
+        Ok(Ok(d)) => {
+            // `READOUT_CUDA_TUNE=0` leaves cudarc's defaults, to measure what the tuning is worth.
+            if std::env::var("READOUT_CUDA_TUNE").as_deref() != Ok("0") {
+                tune_cuda(&d)?;
+            }
+            Ok(d)
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("the CUDA libraries could not be loaded");
+            // cudarc's message goes on to list every file name it tried; the first clause names
+            // the library.
+            let first = msg.split(" - searched").next().unwrap_or(msg).trim();
+            Err(format!(
+                "{first}; the driver (libcuda.so.1) and CUDA 13's cuBLAS and cuRAND must be on the loader's path"
+            ))
+        }
+    }
+}
+
+/// Two settings for a process that uses one CUDA stream and synchronises once per pass:
+/// - no per-allocation event tracking (cudarc records two CUDA events for every buffer so that
+///   several streams can share it; candle's device uses one stream);
+/// - the stream-ordered allocator keeps freed memory in its pool (release threshold: unlimited)
+///   instead of returning it to the driver at every synchronisation, so the next pass does not
+///   map it again.
+#[cfg(feature = "cuda")]
+fn tune_cuda(dev: &Device) -> std::result::Result<(), String> {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    let Device::Cuda(d) = dev else { return Ok(()) };
+    let ctx = d.cuda_stream().context().clone();
+    // SAFETY: candle's CudaDevice runs everything on its one stream (`cuda_stream`), so no
+    // buffer is ever shared between streams; that is the condition for turning tracking off.
+    // It is done before any tensor of the model exists.
+    unsafe { d.disable_event_tracking() };
+    if ctx.has_async_alloc() {
+        let mut threshold: u64 = u64::MAX;
+        // SAFETY: the device handle comes from the live context; the attribute takes a u64.
+        unsafe {
+            let pool = result::device::get_default_mem_pool(ctx.cu_device()).map_err(|e| e.to_string())?;
+            result::mem_pool::set_attribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn tune_cuda(_dev: &Device) -> std::result::Result<(), String> {
+    Ok(())
+}
+
+/// The GPU's name as the driver reports it (e.g. `NVIDIA H200`).
+#[cfg(feature = "cuda")]
+fn cuda_name(dev: &Device) -> Option<String> {
+    match dev {
+        Device::Cuda(d) => d.cuda_stream().context().name().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_name(_dev: &Device) -> Option<String> {
+    None
 }
 
 fn metal() -> std::result::Result<Device, String> {

@@ -17,6 +17,7 @@ use crate::plan::{build_trie, TrieNode};
 use crate::prompt::{self, PromptVersion, Shot, LETTERS, PROMPT_VERSION};
 use crate::results::*;
 use crate::rubric::Criterion;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -186,35 +187,55 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         };
         debias::orderings(mode, n).map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })
     };
-    // 4. Prompts.
-    let mut specs: Vec<PromptSpec> = Vec::new();
-    let mut row_orderings: Vec<Vec<Vec<usize>>> = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        let ords = orderings_of(i)?;
-        let (shot_list, _) = shots_of(r);
-        let need_real = !done.contains_key(&i);
-        for (k, ord) in ords.iter().enumerate() {
-            if need_real {
-                specs.push(make_prompt(engine, version, shot_list, r.state, r.criterion, ord, i, Variant::Real(k))?);
-            }
-            if config.debias == DebiasMode::Calibrate && need_real {
-                for (s, cf) in CONTENT_FREE.iter().enumerate() {
+    // 4. Prompts: rendered and tokenized row by row on all cores (on a GPU this is a good part of
+    // the run), then put in row order.
+    let per_row: Vec<(Vec<PromptSpec>, Vec<Vec<usize>>)> = rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, r)| -> Result<(Vec<PromptSpec>, Vec<Vec<usize>>)> {
+            let ords = orderings_of(i)?;
+            let (shot_list, _) = shots_of(r);
+            let need_real = !done.contains_key(&i);
+            let mut specs = Vec::new();
+            for (k, ord) in ords.iter().enumerate() {
+                if need_real {
                     specs.push(make_prompt(
                         engine,
                         version,
                         shot_list,
-                        cf,
+                        r.state,
                         r.criterion,
                         ord,
                         i,
-                        Variant::ContentFree(s, k),
+                        Variant::Real(k),
                     )?);
                 }
+                if config.debias == DebiasMode::Calibrate && need_real {
+                    for (s, cf) in CONTENT_FREE.iter().enumerate() {
+                        specs.push(make_prompt(
+                            engine,
+                            version,
+                            shot_list,
+                            cf,
+                            r.criterion,
+                            ord,
+                            i,
+                            Variant::ContentFree(s, k),
+                        )?);
+                    }
+                }
             }
-        }
+            Ok((specs, ords))
+        })
+        .collect::<Result<_>>()?;
+    let mut specs: Vec<PromptSpec> = Vec::new();
+    let mut row_orderings: Vec<Vec<Vec<usize>>> = Vec::with_capacity(rows.len());
+    for (sp, ords) in per_row {
+        specs.extend(sp);
         row_orderings.push(ords);
     }
     let total_prompt_tokens: usize = specs.iter().map(|s| s.tokens.len()).sum();
+    tracing::info!("{} prompts rendered and tokenized in {:.3} s", specs.len(), start.elapsed().as_secs_f64());
     // 5. Phase 1: what other rows depend on.
     let mut readings: HashMap<usize, Reading> = HashMap::new();
     let mut computed = 0usize;
@@ -339,7 +360,9 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             }
             Ok(true)
         };
+        let t = Instant::now();
         let (c, u) = score_prompts_with(engine, &config, &specs, &todo, &mut readings, &mut on_batch)?;
+        tracing::info!("{c} tokens scored in {:.3} s", t.elapsed().as_secs_f64());
         computed += c;
         unique += u;
     }

@@ -1,6 +1,7 @@
 //! Engine tests on tiny random-weights models of both architectures, written by the test:
 //! a prefix and a suffix give the same logits as the full prompt; several suffixes read in one
-//! batch give the same logits as each read alone; every format loads.
+//! batch give the same logits as each read alone; every format loads. They run on the CPU, or on
+//! the device `READOUT_TEST_DEVICE` names (`cuda`, `metal`).
 
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
@@ -33,8 +34,21 @@ fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
     path
 }
 
+/// The device the engine tests run on: `READOUT_TEST_DEVICE` (cpu, cuda, metal, auto), CPU when
+/// unset. A binary built with `--features cuda` runs them on the GPU with `READOUT_TEST_DEVICE=cuda`.
+fn test_device() -> DeviceRequest {
+    match std::env::var("READOUT_TEST_DEVICE") {
+        Ok(d) => d.parse().unwrap_or_else(|e| panic!("READOUT_TEST_DEVICE: {e}")),
+        Err(_) => DeviceRequest::Cpu,
+    }
+}
+
 fn load(path: &std::path::Path, matmul: MatmulPath) -> Engine {
-    Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, matmul }).unwrap()
+    let e = Engine::load(path, &LoadOptions { device: test_device(), matmul }).unwrap();
+    if test_device() != DeviceRequest::Cpu {
+        eprintln!("engine test on {}", e.info().device);
+    }
+    e
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -95,8 +109,13 @@ fn batched_suffixes_equal_separate_reads() {
 #[test]
 fn one_pass_over_units_of_different_parents_equals_separate_calls() {
     let dir = tempfile::tempdir().unwrap();
-    for arch in [Architecture::Llama, Architecture::Qwen3] {
-        let e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
+    // Grouping off: one attention per unit; on: units on the same parent (the first and third
+    // here) share one, as on a GPU by default.
+    for (arch, grouped) in [Architecture::Llama, Architecture::Qwen3].into_iter().flat_map(|a| [(a, false), (a, true)])
+    {
+        let mut e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
+        e.set_group_units(grouped);
+        let e = e;
         let enc = |t: &str| e.tokenizer().encode(t).unwrap();
         let root = e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root.\n")).unwrap();
         let other = e.extend(&root, &enc("A state under the root.")).unwrap();
@@ -118,7 +137,7 @@ fn one_pass_over_units_of_different_parents_equals_separate_calls() {
             assert_eq!(out.readouts.len(), alone.len());
             for (a, b) in out.readouts.iter().zip(&alone) {
                 let d = max_diff(&a.logits, &b.logits);
-                assert!(d < 1e-4, "{arch:?}: {d}");
+                assert!(d < 1e-4, "{arch:?} grouped {grouped}: {d}");
             }
             // The new prefix carries on exactly like one computed alone.
             let tail = enc(" and on");

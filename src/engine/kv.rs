@@ -49,6 +49,13 @@ impl Prefix {
         &self.tokens
     }
 
+    /// Whether `other` is this very prefix: the same chunks (shared, not equal copies).
+    pub(crate) fn same_as(&self, other: &Prefix) -> bool {
+        self.tokens.len() == other.tokens.len()
+            && self.chunks.len() == other.chunks.len()
+            && self.chunks.iter().zip(&other.chunks).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
     /// Bytes of key/value storage this snapshot refers to (f32), shared chunks included.
     pub fn bytes(&self) -> usize {
         self.chunks.iter().flat_map(|c| c.layers.iter()).map(|l| (l.k.elem_count() + l.v.elem_count()) * 4).sum()

@@ -111,6 +111,10 @@ pub struct Engine {
     /// Logits only at the read rows (on); off computes the full head at every row of a pass,
     /// as a plain forward does, to measure what trimming saves.
     trim: bool,
+    /// Units of one pass that share a parent run their attention together (on by default on a
+    /// GPU, where fewer and larger kernels pay; off on the CPU, where the masked-out columns would
+    /// cost arithmetic). `READOUT_GROUP_UNITS=0|1` overrides the default.
+    group_units: bool,
 }
 
 impl Engine {
@@ -135,7 +139,7 @@ impl Engine {
             device: device::describe(&device),
             matmul: opts.matmul,
         };
-        Ok(Engine {
+        let engine = Engine {
             info,
             model: loaded.model,
             tokenizer,
@@ -144,7 +148,32 @@ impl Engine {
             prune_head: false,
             max_batch_tokens: 1024,
             trim: true,
-        })
+            group_units: group_units_default(&device)?,
+        };
+        if !device.is_cpu() {
+            engine.warm_up()?;
+        }
+        Ok(engine)
+    }
+
+    /// One small pass of every kind the readout makes (a stem, batched leaves on two parents,
+    /// the full and the pruned head), run once at load on a GPU: the driver compiles candle's
+    /// kernels from PTX on first use and cuBLAS sets itself up, and that belongs to the model's
+    /// load, not to the first rows of a run.
+    fn warm_up(&self) -> Result<()> {
+        let root = self.extend(&Prefix::empty(), &[1, 2, 3])?;
+        let other = self.extend(&root, &[4])?;
+        let read = [5u32, 6];
+        let leaves = [Suffix { tokens: &[7, 8], read: &read }, Suffix { tokens: &[9], read: &read }];
+        let units = [
+            Unit { parent: &root, stem: &[10, 11], leaves: leaves.to_vec() },
+            Unit { parent: &other, stem: &[12], leaves: leaves[..1].to_vec() },
+        ];
+        for prune in [false, true] {
+            self.pass_with(&units, HeadOptions { prune, trim: true })?;
+        }
+        self.model.device.synchronize()?;
+        Ok(())
     }
 
     pub fn info(&self) -> &ModelInfo {
@@ -216,6 +245,16 @@ impl Engine {
     /// Turn trimming off (full-vocabulary logits at every row of every pass) or back on.
     pub fn set_trim(&mut self, on: bool) {
         self.trim = on;
+    }
+
+    /// Whether units on the same parent share one attention (see `group_units`).
+    pub fn group_units(&self) -> bool {
+        self.group_units
+    }
+
+    /// Turn grouping of units on the same parent on or off.
+    pub fn set_group_units(&mut self, on: bool) {
+        self.group_units = on;
     }
 
     /// Most new tokens the engine puts in one forward pass; a caller batching units fills passes
@@ -302,30 +341,56 @@ impl Engine {
         }
         // Units with nothing to compute give their parent back and take no part in the pass.
         let busy: Vec<usize> = (0..units.len()).filter(|&i| !seg_tokens[i].is_empty()).collect();
-        let mut read_rows: Vec<u32> = Vec::new();
-        let mut offset = 0usize;
-        let mut segs = Vec::with_capacity(busy.len());
-        for (i, tokens) in seg_tokens.into_iter().enumerate().filter(|(_, t)| !t.is_empty()) {
-            let u = &units[i];
-            let base = u.parent.len();
-            let mut positions: Vec<u32> = (base..base + u.stem.len()).map(|p| p as u32).collect();
-            let mut end = offset + u.stem.len();
-            for l in &u.leaves {
-                let at = base + u.stem.len();
-                positions.extend((at..at + l.tokens.len()).map(|p| p as u32));
-                end += l.tokens.len();
-                read_rows.push((end - 1) as u32);
+        // One segment per unit, or (grouping on) one per set of units on the same parent: their
+        // attention then runs as one, under a mask that keeps each unit to its parent and its own
+        // tokens — fewer, larger kernels, which is what a GPU wants.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for &i in &busy {
+            let same = |g: &&mut Vec<usize>| units[g[0]].parent.same_as(units[i].parent);
+            match groups.iter_mut().find(|g| self.group_units && same(g)) {
+                Some(g) => g.push(i),
+                None => groups.push(vec![i]),
             }
-            let lens: Vec<usize> = u.leaves.iter().map(|l| l.tokens.len()).collect();
-            let mask = Transformer::stem_tree_mask(base, u.stem.len(), &lens, self.device())?;
+        }
+        let mut read_rows: Vec<u32> = Vec::new();
+        let mut read_owner: Vec<usize> = Vec::new();
+        let mut reads: Vec<&[u32]> = Vec::new();
+        // Per unit: its segment and where its tokens start in it.
+        let mut placed: Vec<(usize, usize)> = vec![(0, 0); units.len()];
+        let mut offset = 0usize;
+        let mut segs = Vec::with_capacity(groups.len());
+        for (si, group) in groups.iter().enumerate() {
+            let base = units[group[0]].parent.len();
+            let (mut tokens, mut positions, mut parts) = (Vec::new(), Vec::new(), Vec::with_capacity(group.len()));
+            for &i in group {
+                let u = &units[i];
+                placed[i] = (si, tokens.len());
+                positions.extend((base..base + u.stem.len()).map(|p| p as u32));
+                let mut end = offset + tokens.len() + u.stem.len();
+                for l in &u.leaves {
+                    let at = base + u.stem.len();
+                    positions.extend((at..at + l.tokens.len()).map(|p| p as u32));
+                    end += l.tokens.len();
+                    read_rows.push((end - 1) as u32);
+                    read_owner.push(i);
+                    reads.push(l.read);
+                }
+                tokens.extend_from_slice(&seg_tokens[i]);
+                parts.push((u.stem.len(), u.leaves.iter().map(|l| l.tokens.len()).collect::<Vec<_>>()));
+            }
+            let mask = match parts.as_slice() {
+                [(stem, lens)] => Transformer::stem_tree_mask(base, *stem, lens, self.device())?,
+                _ => grouped_tree_mask(base, &parts, self.device())?,
+            };
             offset += tokens.len();
-            segs.push(model::Segment { past: u.parent, tokens, positions, mask });
+            segs.push(model::Segment { past: units[group[0]].parent, tokens, positions, mask });
         }
         let mut out: Vec<UnitOut> =
             units.iter().map(|u| UnitOut { prefix: u.parent.clone(), readouts: vec![] }).collect();
         if segs.is_empty() {
             return Ok(out);
         }
+        let seg_lens: Vec<usize> = segs.iter().map(|g| g.tokens.len()).collect();
         let (hidden, new_kv) = self.model.forward(&segs)?;
         drop(segs);
         if !head.trim {
@@ -334,33 +399,32 @@ impl Engine {
             let all: Vec<u32> = (0..hidden.dim(0)? as u32).collect();
             let _ = self.model.head_at(&hidden, &all, None)?;
         }
-        let readouts = if read_rows.is_empty() {
-            vec![]
-        } else {
-            let reads: Vec<&[u32]> = busy.iter().flat_map(|&i| units[i].leaves.iter().map(|l| l.read)).collect();
-            self.head(&hidden, &read_rows, &reads, head.prune)?
-        };
-        let mut readouts = readouts.into_iter();
-        for (&i, kv) in busy.iter().zip(new_kv) {
-            let u = &units[i];
-            if !u.stem.is_empty() {
-                let n = u.stem.len();
-                let layers = kv
-                    .into_iter()
-                    .map(|l| {
-                        if l.k.dim(1)? == n {
-                            Ok(l)
-                        } else {
-                            Ok(kv::LayerKv {
-                                k: l.k.narrow(1, 0, n)?.contiguous()?,
-                                v: l.v.narrow(1, 0, n)?.contiguous()?,
-                            })
-                        }
-                    })
-                    .collect::<candle_core::Result<Vec<_>>>()?;
-                out[i].prefix = u.parent.push(layers, u.stem);
+        if !read_rows.is_empty() {
+            for (r, &i) in self.head(&hidden, &read_rows, &reads, head.prune)?.into_iter().zip(&read_owner) {
+                out[i].readouts.push(r);
             }
-            out[i].readouts = readouts.by_ref().take(u.leaves.len()).collect();
+        }
+        for &i in &busy {
+            let u = &units[i];
+            if u.stem.is_empty() {
+                continue;
+            }
+            let (si, at) = placed[i];
+            let n = u.stem.len();
+            let layers = new_kv[si]
+                .iter()
+                .map(|l| {
+                    if at == 0 && seg_lens[si] == n {
+                        Ok(l.clone())
+                    } else {
+                        Ok(kv::LayerKv {
+                            k: l.k.narrow(1, at, n)?.contiguous()?,
+                            v: l.v.narrow(1, at, n)?.contiguous()?,
+                        })
+                    }
+                })
+                .collect::<candle_core::Result<Vec<_>>>()?;
+            out[i].prefix = u.parent.push(layers, u.stem);
         }
         Ok(out)
     }
@@ -379,6 +443,26 @@ impl Engine {
                 .map(|(read, row)| Readout {
                     logits: read.iter().map(|id| row[all.binary_search(id).unwrap_or(0)]).collect(),
                     letter_mass: None,
+                })
+                .collect())
+        } else if !self.device().is_cpu() {
+            // On a GPU the full rows stay there: only the letters' logits and each row's
+            // log-sum-exp over the vocabulary come back.
+            let mut all: Vec<u32> = reads.iter().flat_map(|r| r.iter().copied()).collect();
+            all.sort_unstable();
+            all.dedup();
+            let ids = Tensor::from_slice(&all, all.len(), self.device())?;
+            let logits = self.model.head_at(hidden, rows, None)?;
+            let m = logits.max_keepdim(1)?;
+            let lse = (logits.broadcast_sub(&m)?.exp()?.sum_keepdim(1)?.log()? + &m)?.squeeze(1)?.to_vec1::<f32>()?;
+            let picked: Vec<Vec<f32>> = logits.index_select(&ids, 1)?.to_vec2()?;
+            Ok(reads
+                .iter()
+                .zip(picked.iter().zip(lse))
+                .map(|(read, (row, lse))| {
+                    let picked: Vec<f32> = read.iter().map(|id| row[all.binary_search(id).unwrap_or(0)]).collect();
+                    let mass = (crate::math::log_sum_exp(&picked) - lse).exp();
+                    Readout { logits: picked, letter_mass: Some(mass) }
                 })
                 .collect())
         } else {
@@ -416,5 +500,79 @@ impl Engine {
             return Err(Error::ContextOverflow { tokens, context });
         }
         Ok(())
+    }
+}
+
+/// Grouping of units on the same parent: on for a GPU, off for the CPU, unless
+/// `READOUT_GROUP_UNITS` says `1` or `0` (to measure what it is worth).
+fn group_units_default(device: &Device) -> Result<bool> {
+    match std::env::var("READOUT_GROUP_UNITS").as_deref() {
+        Err(_) => Ok(!device.is_cpu()),
+        Ok("1") => Ok(true),
+        Ok("0") => Ok(false),
+        Ok(other) => Err(Error::Config(format!("READOUT_GROUP_UNITS is `{other}`; expected 0 or 1"))),
+    }
+}
+
+/// The additive mask of several units computed on one parent of `past` tokens, their tokens one
+/// after the other: each unit's rows see the parent and, among the new tokens, only their own
+/// unit's, as `Transformer::stem_tree_mask` lays them out. `parts` holds each unit's stem length
+/// and leaf lengths.
+pub(crate) fn grouped_tree_mask(
+    past: usize,
+    parts: &[(usize, Vec<usize>)],
+    device: &Device,
+) -> candle_core::Result<Tensor> {
+    let s: usize = parts.iter().map(|(stem, lens)| stem + lens.iter().sum::<usize>()).sum();
+    let t = past + s;
+    let mut m = vec![f32::NEG_INFINITY; s * t];
+    let mut off = 0;
+    for (stem, lens) in parts {
+        let own = past + off; // this unit's first column
+        for i in 0..*stem {
+            let row = (off + i) * t;
+            m[row..row + past].fill(0.0);
+            m[row + own..row + own + i + 1].fill(0.0);
+        }
+        let mut start = *stem;
+        for &g in lens {
+            for i in 0..g {
+                let row = (off + start + i) * t;
+                m[row..row + past].fill(0.0);
+                m[row + own..row + own + stem].fill(0.0);
+                m[row + own + start..row + own + start + i + 1].fill(0.0);
+            }
+            start += g;
+        }
+        off += start;
+    }
+    Tensor::from_vec(m, (s, t), device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_of_one_is_the_stem_tree_mask() {
+        for (past, stem, lens) in [(2, 0, vec![2, 1]), (1, 2, vec![1, 2]), (0, 3, vec![]), (4, 1, vec![3])] {
+            let a: Vec<Vec<f32>> =
+                Transformer::stem_tree_mask(past, stem, &lens, &Device::Cpu).unwrap().to_vec2().unwrap();
+            let b: Vec<Vec<f32>> =
+                grouped_tree_mask(past, &[(stem, lens.clone())], &Device::Cpu).unwrap().to_vec2().unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn grouped_units_see_the_parent_and_only_their_own_tokens() {
+        // past 1; unit one: stem 1, a leaf of 1; unit two: no stem, leaves of 1 and 1.
+        let m: Vec<Vec<f32>> =
+            grouped_tree_mask(1, &[(1, vec![1]), (0, vec![1, 1])], &Device::Cpu).unwrap().to_vec2().unwrap();
+        let seen = |r: usize| m[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
+        assert_eq!(seen(0), vec![1, 1, 0, 0, 0]);
+        assert_eq!(seen(1), vec![1, 1, 1, 0, 0]);
+        assert_eq!(seen(2), vec![1, 0, 0, 1, 0]);
+        assert_eq!(seen(3), vec![1, 0, 0, 0, 1]);
     }
 }
