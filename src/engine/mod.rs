@@ -4,6 +4,7 @@
 //! through the model in one pass under a tree mask; the LM head runs only at the read rows.
 
 pub mod config;
+pub mod gguf;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
@@ -94,6 +95,11 @@ pub struct UnitOut {
 /// table) or a Hugging Face directory's `config.json`. For `readout derive` and the like.
 pub fn read_metadata(path: &Path) -> Result<Metadata> {
     load::read_metadata(path)
+}
+
+/// [`read_metadata`] of a GGUF file's bytes; `path` only names the source in errors.
+pub fn read_metadata_bytes(bytes: &[u8], path: &Path) -> Result<Metadata> {
+    load::read_metadata_bytes(bytes, path)
 }
 
 /// A model ready to read out.
