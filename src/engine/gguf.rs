@@ -108,7 +108,8 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
         metadata.insert(key, value);
     }
 
-    let mut infos: Vec<(String, TensorInfo, u64)> = Vec::with_capacity(tensor_count as usize);
+    // Name, info, size in bytes, and where its offset is written (for errors).
+    let mut infos: Vec<(String, TensorInfo, u64, u64)> = Vec::with_capacity(tensor_count as usize);
     let mut names: HashMap<String, usize> = HashMap::with_capacity(tensor_count as usize);
     for i in 0..tensor_count {
         let name = r.string(MAX_NAME_BYTES, "a tensor name's length", &|| {
@@ -141,6 +142,7 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
             tensor: name.clone(),
             dtype: type_name(ty),
         })?;
+        let offset_at = r.pos;
         let offset = r.u64(&|| at("'s offset"))?;
         let block = dtype.block_size() as u64;
         if elements % block != 0 {
@@ -160,7 +162,7 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
         if names.insert(name.clone(), i as usize).is_some() {
             return Err(r.fail(&|| at(""), GgufProblem::Duplicate(name.clone())));
         }
-        infos.push((name, TensorInfo { ggml_dtype: dtype, shape: dims.into(), offset }, bytes));
+        infos.push((name, TensorInfo { ggml_dtype: dtype, shape: dims.into(), offset }, bytes, offset_at));
     }
 
     let alignment = match metadata.get("general.alignment") {
@@ -190,22 +192,19 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
     let tensor_data_offset = r.pos.div_ceil(alignment) * alignment;
 
     // Every tensor must lie wholly inside the file; name the first one (by offset) that does not.
-    infos.sort_by(|(a, ai, _), (b, bi, _)| (ai.offset, a).cmp(&(bi.offset, b)));
-    for (name, info, bytes) in &infos {
-        let end = tensor_data_offset.checked_add(info.offset).and_then(|s| s.checked_add(*bytes));
-        let problem = match end {
-            None => GgufProblem::Overflow { what: "data offset" },
-            Some(end) if end > file_len => GgufProblem::PastEnd { end, file_len },
+    infos.sort_by(|(a, ai, ..), (b, bi, ..)| (ai.offset, a).cmp(&(bi.offset, b)));
+    for (name, info, bytes, offset_at) in &infos {
+        let start = tensor_data_offset.checked_add(info.offset);
+        let (field, offset, problem) = match start.and_then(|s| s.checked_add(*bytes)) {
+            None => (format!("tensor `{name}`'s offset"), *offset_at, GgufProblem::Overflow { what: "data offset" }),
+            Some(end) if end > file_len => {
+                (format!("tensor `{name}`"), start.unwrap_or_default(), GgufProblem::PastEnd { end, file_len })
+            }
             Some(_) => continue,
         };
-        return Err(Error::Gguf {
-            path: path.to_path_buf(),
-            field: format!("tensor `{name}`"),
-            offset: tensor_data_offset.saturating_add(info.offset),
-            problem,
-        });
+        return Err(Error::Gguf { path: path.to_path_buf(), field, offset, problem });
     }
-    let tensor_infos = infos.into_iter().map(|(name, info, _)| (name, info)).collect();
+    let tensor_infos = infos.into_iter().map(|(name, info, ..)| (name, info)).collect();
     Ok(Content { magic, metadata, tensor_infos, tensor_data_offset })
 }
 
@@ -558,6 +557,10 @@ mod tests {
         let (field, p) = problem(&tensor(&[4, 2], 0, 0).0);
         assert_eq!(field, "tensor `w`");
         assert!(matches!(p, GgufProblem::PastEnd { .. }), "{p}");
+        match parse_err(&tensor(&[4], 0, u64::MAX - 3).0) {
+            Error::Gguf { field, offset, .. } => assert_eq!((field.as_str(), offset), ("tensor `w`'s offset", 49)),
+            other => panic!("{other:?}"),
+        }
         assert!(parse_err(&tensor(&[4, 2], 0, 0).0).to_string().contains("cut short"));
         let (_, p) = problem(&tensor(&[1 << 40, 1 << 40], 0, 0).0);
         assert!(matches!(p, GgufProblem::Overflow { .. }), "{p}");
