@@ -52,9 +52,10 @@ pub fn rubric(data: &[u8]) -> bool {
     true
 }
 
-/// GGUF bytes through the bounded header reader (`engine::gguf::parse`) and
-/// `engine::read_metadata_bytes` (what `read_metadata` calls), then the parameter count the
-/// app's Models page shows. Returns whether the header was accepted.
+/// GGUF bytes through the bounded header reader (`engine::gguf::parse`),
+/// `engine::read_metadata_bytes` (what `read_metadata` calls) and the parameter count the app's
+/// Models page shows, then `engine::read_tokenizer_bytes` (the tokenizer loading builds from the
+/// metadata) encoding and decoding a prompt. Returns whether the header was accepted.
 pub fn gguf_metadata(data: &[u8]) -> bool {
     let path = Path::new("fuzz.gguf");
     let accepted = match readout::engine::gguf::parse(data, path) {
@@ -68,6 +69,13 @@ pub fn gguf_metadata(data: &[u8]) -> bool {
     };
     if let Ok(md) = readout::engine::read_metadata_bytes(data, path) {
         let _ = md.config.parameter_count();
+    }
+    if let Ok(tok) = readout::engine::read_tokenizer_bytes(data, path) {
+        let prompt = "<|im_start|>user\nText: I was charged twice, 42 €.\nA. yes\nB. no<|im_end|>\nAnswer: A";
+        if let Ok(ids) = tok.encode(prompt) {
+            let _ = tok.decode(&ids);
+        }
+        let _ = (tok.token_id("A"), tok.vocab_size());
     }
     accepted
 }

@@ -82,15 +82,7 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
     let cfg = gguf_config(&content, path)?;
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
-    let tokens: Vec<String> = match md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()) {
-        Some(v) => v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect(),
-        None => {
-            return Err(Error::Tokenizer {
-                path: path.to_path_buf(),
-                detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
-            })
-        }
-    };
+    let vocab = gguf_vocab(&content, path)?;
     cfg.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
 
     let mut get = |name: &str| -> Result<LoadedWeight> {
@@ -118,38 +110,49 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         GGUF_KEYS,
     )?;
 
-    let types: Vec<i32> = md
-        .get("tokenizer.ggml.token_type")
-        .and_then(|v| v.to_vec().ok())
-        .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
-        .unwrap_or_default();
-    let merges: Vec<String> = md
-        .get("tokenizer.ggml.merges")
-        .and_then(|v| v.to_vec().ok())
-        .map(|v| v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect())
-        .unwrap_or_default();
-    let id = |k: &str| md.get(k).and_then(|v| v.to_u32().ok());
-    let bos_id = id("tokenizer.ggml.bos_token_id");
-    let eos_id = id("tokenizer.ggml.eos_token_id");
-    let tok_text = |i: Option<u32>| i.and_then(|i| tokens.get(i as usize).cloned());
+    let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
+    let tok_text = |i: Option<u32>| i.and_then(|i| vocab.tokens.get(i as usize).cloned());
+    let (bos_token, eos_token) = (tok_text(vocab.bos_id), tok_text(eos_id));
     let quantisation = dominant_type(&content);
-    let vocab = GgufVocab {
-        model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
-        pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
-        token_types: types,
-        merges,
-        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
-        bos_id,
-        tokens: tokens.clone(),
-    };
     Ok(Loaded {
         model,
         tokenizer_source: TokenizerSource::Gguf(Box::new(vocab)),
         chat_template: get_str("tokenizer.chat_template"),
-        bos_token: tok_text(bos_id),
-        eos_token: tok_text(eos_id),
+        bos_token,
+        eos_token,
         quantisation,
         name: get_str("general.name").unwrap_or_else(|| file_stem(path)),
+    })
+}
+
+/// The tokenizer fields of GGUF metadata; an error when the file carries no vocabulary.
+pub(crate) fn gguf_vocab(content: &gguf_file::Content, path: &Path) -> Result<GgufVocab> {
+    let md = &content.metadata;
+    let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
+    let strings = |k: &str| -> Option<Vec<String>> {
+        md.get(k)
+            .and_then(|v| v.to_vec().ok())
+            .map(|v| v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect())
+    };
+    let Some(tokens) = strings("tokenizer.ggml.tokens") else {
+        return Err(Error::Tokenizer {
+            path: path.to_path_buf(),
+            detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
+        });
+    };
+    let token_types: Vec<i32> = md
+        .get("tokenizer.ggml.token_type")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
+        .unwrap_or_default();
+    Ok(GgufVocab {
+        model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
+        pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
+        token_types,
+        merges: strings("tokenizer.ggml.merges").unwrap_or_default(),
+        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
+        bos_id: md.get("tokenizer.ggml.bos_token_id").and_then(|v| v.to_u32().ok()),
+        tokens,
     })
 }
 

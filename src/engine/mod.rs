@@ -102,6 +102,13 @@ pub fn read_metadata_bytes(bytes: &[u8], path: &Path) -> Result<Metadata> {
     load::read_metadata_bytes(bytes, path)
 }
 
+/// The tokenizer a GGUF file's metadata describes (what loading the model builds), from the
+/// file's bytes, without its weights; `path` only names the source in errors.
+pub fn read_tokenizer_bytes(bytes: &[u8], path: &Path) -> Result<Tokenizer> {
+    let content = gguf::parse(bytes, path)?;
+    Tokenizer::from_gguf(&load::gguf_vocab(&content, path)?, path)
+}
+
 /// A model ready to read out.
 pub struct Engine {
     info: ModelInfo,
