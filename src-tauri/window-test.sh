@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The real app in a real window under Xvfb, on the real default model, driven through its webview
-# by WebDriver: ui/tests/window.mjs scores the bundled example, runs authored144 (3 shots, cyclic),
-# saves the result into a bench folder beside copies of the CLI's files, checks the Results table,
-# and has `readout compare` read the app's file. Screenshots go to src-tauri/screenshots/window-*.png.
+# by WebDriver: ui/tests/window.mjs scores the bundled example, shows a bad eval set's line and
+# field, runs authored144 (3 shots, cyclic), saves the result into a bench folder beside copies of
+# the CLI's files, checks the Results table and that the CSP is in force, and has `readout compare`
+# read the app's file. Screenshots go to src-tauri/screenshots/window-*.png.
 #
 # Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
 # ui/node_modules (`npm ci` in ui), the default model (models/fetch), and both release binaries
@@ -27,6 +28,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/config/dev.readout.desktop" "$work/data" "$work/bench/results" "$work/bench/evalsets"
 cp bench/results/authored144_*.json "$work/bench/results/"
 cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
+# A bad eval set where a user keeps sets: the window must show its line and field and go on.
+cp tests/bad-inputs/evalsets/empty-options.jsonl "$work/bench/evalsets/bad-options.jsonl"
 cat >"$work/config/dev.readout.desktop/settings.json" <<JSON
 { "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu" }
 JSON

@@ -12,10 +12,14 @@ pub enum Error {
     #[error("{path}: not a readable GGUF file ({detail}). The file is truncated or corrupt: download it again (for the default model: `models/fetch`).")]
     CorruptGguf { path: PathBuf, detail: String },
 
+    /// A GGUF header Readout refuses before trusting any length in it (see `engine::gguf`).
+    #[error("{path}: GGUF header: {field}, at byte {offset}: {problem}")]
+    Gguf { path: PathBuf, field: String, offset: u64, problem: GgufProblem },
+
     #[error("{path}: architecture `{arch}` is not supported. Readout runs `llama` and `qwen3` models (GGUF or a Hugging Face directory).")]
     UnsupportedArchitecture { path: PathBuf, arch: String },
 
-    #[error("{path}: tensor `{tensor}` has type {dtype}, which Readout cannot load. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q8_K; re-quantise the model with one of those.")]
+    #[error("{path}: tensor `{tensor}` has type {dtype}, which Readout cannot load. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K; re-quantise the model with one of those.")]
     UnsupportedTensorType { path: PathBuf, tensor: String, dtype: String },
 
     #[error("{path}: tensor `{tensor}` is missing or has the wrong shape ({detail}). The file does not match its own metadata; get a complete copy of the model.")]
@@ -54,6 +58,52 @@ pub enum Error {
 
     #[error("tensor computation failed: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// What is wrong in a GGUF header, and what to do about it. Every length, count and size in the
+/// header is checked before anything is allocated for it (`engine::gguf`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GgufProblem {
+    #[error("{need} byte(s) are needed here but only {left} remain: the header ends early (the file has only {file_len} bytes), so the file is cut short: download it again (for the default model: `models/fetch`)")]
+    Truncated { need: u64, left: u64, file_len: u64 },
+
+    #[error("{what} is {value}, more than the {limit} Readout accepts; no real model comes near that, so the file is corrupt or not a model: download it again, or convert the model again with llama.cpp")]
+    TooLarge { what: &'static str, value: u64, limit: u64 },
+
+    #[error("GGUF version {0} is not one Readout reads (1, 2 or 3); convert the model again with a current llama.cpp")]
+    Version(u32),
+
+    #[error("this is a big-endian GGUF (version {0}, byte-swapped); Readout reads little-endian files: convert the model again without `--bigendian`")]
+    BigEndian(u32),
+
+    #[error("value type {0} is not a GGUF type (0 to 12): the file is corrupt; download it again")]
+    ValueType(u32),
+
+    #[error("a boolean must be 0 or 1, not {0}: the file is corrupt; download it again")]
+    Bool(u8),
+
+    #[error("arrays nested {0} deep; Readout reads at most {max} levels: the file is corrupt or not a model; download it again", max = crate::engine::gguf::MAX_NESTING)]
+    Nesting(usize),
+
+    #[error(
+        "`{0}` is given twice; a GGUF names each key and tensor once: the file is corrupt; convert the model again"
+    )]
+    Duplicate(String),
+
+    #[error("{0} dimensions; a GGUF tensor has at most {max}: the file is corrupt; download it again", max = crate::engine::gguf::MAX_DIMS)]
+    Dimensions(u32),
+
+    #[error("a dimension is 0; every dimension of a weight is at least 1: the file is corrupt; download it again")]
+    ZeroDimension,
+
+    #[error("its {what} overflows 64 bits: the file is corrupt; download it again")]
+    Overflow { what: &'static str },
+
+    #[error("`general.alignment` is {0}, but it must be a power of two from 1 to {max}: the file is corrupt; convert the model again", max = crate::engine::gguf::MAX_ALIGNMENT)]
+    Alignment(u64),
+
+    #[error("its data ends at byte {end} but the file has only {file_len} bytes: the weights are cut short; download it again (for the default model: `models/fetch`)")]
+    PastEnd { end: u64, file_len: u64 },
 }
 
 /// The library's result type.

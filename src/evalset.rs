@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_FAMILY: &str = "default";
 
 /// What to do about a bad line, said after the reason when a set is refused.
-pub const SKIP_HINT: &str =
-    "Nothing was scored: fix that line, or skip bad lines (`--skip-bad`) to score the rest and record them";
+pub const SKIP_HINT: &str = "Nothing was scored: fix that line, or skip bad lines (`--skip-bad` in the CLI, *Skip bad lines* in the app) to score the rest and record them";
 
 /// Name of the single criterion a row-form line becomes.
 pub const ROW_CRITERION: &str = "question";

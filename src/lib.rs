@@ -23,7 +23,7 @@ pub mod rubric;
 pub mod run;
 pub mod score;
 
-pub use error::{Error, Result};
+pub use error::{Error, GgufProblem, Result};
 
 /// File name of the default model inside `models/` (see `models/manifest`).
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -76,8 +76,7 @@ fn encoding_for(width: usize, target: GgmlDType) -> GgmlDType {
 /// Re-encode the GGUF at `input` into `output`. Returns the number of tensors written.
 pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
     let corrupt = |detail: String| Error::CorruptGguf { path: input.to_path_buf(), detail };
-    let mut f = std::fs::File::open(input).map_err(|e| Error::io(input, e))?;
-    let content = gguf_file::Content::read(&mut f).map_err(|e| corrupt(e.to_string()))?;
+    let (mut f, content) = crate::engine::gguf::open(input)?;
     let mut names: Vec<&String> = content.tensor_infos.keys().collect();
     names.sort();
     let target = mode.dtype();

@@ -213,8 +213,13 @@ impl ResultFile {
     /// Read and check a result file.
     pub fn load(path: &Path) -> Result<ResultFile> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Self::from_bytes(&bytes, path)
+    }
+
+    /// Check result-file bytes; `path` only names the source in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ResultFile> {
         let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
-        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
             bad(format!(
                 "not a complete JSON document ({e}); the file is cut short or is not a result file: re-run the evaluation (`--resume` completes a partial run)"
             ))

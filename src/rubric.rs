@@ -213,8 +213,13 @@ impl Rubric {
     /// Read and check a rubric file.
     pub fn load(path: &Path) -> Result<Rubric> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let text = std::str::from_utf8(&bytes).map_err(|e| {
-            let (line, column) = line_column(&bytes, e.valid_up_to());
+        Self::from_bytes(&bytes, path)
+    }
+
+    /// Check rubric bytes (UTF-8 JSON); `path` only names the source in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Rubric> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let (line, column) = line_column(bytes, e.valid_up_to());
             Error::BadInput {
                 path: path.to_path_buf(),
                 line,

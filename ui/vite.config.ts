@@ -1,18 +1,18 @@
 import { defineConfig } from 'vite';
 
-// The Content-Security-Policy the app is built for (and the one tauri.conf.json should set).
-// `vite preview` sends it, so the tests run the bundle under it: no inline scripts, no eval,
-// nothing remote. `ipc:` and `http://ipc.localhost` are Tauri's IPC transports.
+// The app's Content-Security-Policy, exactly as tauri.conf.json sets it (src-tauri/README.md says
+// why each directive is there; src-tauri/tests/security.rs checks the three agree). `vite preview`
+// sends it, so the tests run the bundle under the policy the app has: no inline scripts or
+// styles, no eval, nothing remote. `ipc:` and `http://ipc.localhost` are Tauri's IPC transports.
 export const CSP = [
-  "default-src 'self'",
+  "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "font-src 'self'",
-  "connect-src 'self' ipc: http://ipc.localhost",
-  "object-src 'none'",
+  "img-src 'self' data:",
+  "connect-src ipc: http://ipc.localhost",
   "base-uri 'none'",
   "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 export default defineConfig({

@@ -107,12 +107,37 @@ pub fn save_rubric(path: PathBuf, rubric: serde_json::Value) -> Res<()> {
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// An eval set the app offers.
+/// An eval set the app offers. A file in the eval-set folder that cannot be read is listed too,
+/// with the library's reason, so that the window can say what is wrong with it instead of
+/// leaving it out.
 #[derive(Debug, Serialize)]
 pub struct EvalSetEntry {
     pub name: String,
     pub path: PathBuf,
+    /// Rows a run scores (item × criterion); 0 when the set cannot be read.
     pub rows: usize,
+    /// Why the set cannot be run as it is; absent for a good set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<SetProblem>,
+}
+
+/// Why an eval set cannot be run: the library's message (file, line, field, what to do), and the
+/// line and field on their own for the window to show.
+#[derive(Debug, Serialize)]
+pub struct SetProblem {
+    pub message: String,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+}
+
+impl SetProblem {
+    fn of(e: &readout::Error) -> SetProblem {
+        let (line, field) = match e {
+            readout::Error::BadInput { line, field, .. } => (Some(*line), Some(field.clone())),
+            _ => (None, None),
+        };
+        SetProblem { message: e.to_string(), line, field }
+    }
 }
 
 /// authored144 ships inside the app, so an installed app can run it without a checkout.
@@ -132,7 +157,7 @@ fn bundled_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) -> Option<PathBuf> 
 }
 
 /// The eval sets beside the bench folder (`../evalsets/*.jsonl`), then the bundled authored144
-/// when that folder does not have it.
+/// when that folder does not have it. A set that cannot be read is listed with its error.
 #[tauri::command]
 pub fn list_eval_sets<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
@@ -151,9 +176,16 @@ pub fn list_eval_sets<R: tauri::Runtime>(
         files.extend(bundled_set(&app));
     }
     for p in files {
-        if let Ok(set) = EvalSet::load(&p, &LoadOptions::default()) {
-            out.push(EvalSetEntry { name: set.name.clone(), rows: set.n_criteria(), path: p });
-        }
+        let entry = match EvalSet::load(&p, &LoadOptions::default()) {
+            Ok(set) => EvalSetEntry { name: set.name.clone(), rows: set.n_criteria(), path: p, error: None },
+            Err(e) => EvalSetEntry {
+                name: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+                rows: 0,
+                error: Some(SetProblem::of(&e)),
+                path: p,
+            },
+        };
+        out.push(entry);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -178,6 +210,8 @@ pub struct RunRequest {
     pub trim: Option<bool>,
     /// New tokens per forward pass (the library's default when absent).
     pub pass_tokens: Option<usize>,
+    /// Score the good lines of a set with bad ones (the result file lists the lines left out).
+    pub skip_bad: Option<bool>,
 }
 
 #[tauri::command]
@@ -186,8 +220,8 @@ pub async fn run_eval(
     request: RunRequest,
     on_progress: Channel<Progress>,
 ) -> Res<ResultFile> {
-    let set =
-        EvalSet::load(&request.eval_set, &LoadOptions { limit: request.limit, ..Default::default() }).map_err(msg)?;
+    let opts = LoadOptions { limit: request.limit, skip_bad: request.skip_bad.unwrap_or(false), family: None };
+    let set = EvalSet::load(&request.eval_set, &opts).map_err(msg)?;
     let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
     let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
     let t0 = std::time::Instant::now();

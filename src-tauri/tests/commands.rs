@@ -141,6 +141,43 @@ fn evaluate_save_list_load_and_compare() {
     assert!(err.as_str().unwrap().contains("bad.jsonl:1"), "{err}");
 }
 
+/// A bad eval set in the eval-set folder (how the window test gives the app one: a native file
+/// dialog cannot be driven): listed with the library's message naming its line and field, refused
+/// by `run_eval` with the same message, run on its good lines when asked to skip bad ones; and
+/// the app goes on working.
+#[test]
+fn a_bad_eval_set_names_its_line_and_field_and_the_app_goes_on() {
+    let app = app();
+    let folder = app.bench.parent().unwrap().join("evalsets");
+    let bad = folder.join("bad-options.jsonl");
+    std::fs::copy(repo().join("tests/bad-inputs/evalsets/empty-options.jsonl"), &bad).unwrap();
+    let sets = call(&app, "list_eval_sets", json!({})).unwrap();
+    let names: Vec<&str> = sets.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["authored144", "bad-options", "small"]);
+    let entry = &sets[1];
+    assert_eq!((entry["rows"].as_u64(), entry["error"]["line"].as_u64()), (Some(0), Some(2)), "{entry}");
+    assert_eq!(entry["error"]["field"], "options");
+    let message = entry["error"]["message"].as_str().unwrap();
+    for want in ["bad-options.jsonl:2:", "field `options`", "has 0 option(s)", "at least 2", "*Skip bad lines*"] {
+        assert!(message.contains(want), "`{want}` is not in: {message}");
+    }
+    assert!(sets[0].get("error").is_none() && sets[2].get("error").is_none(), "{sets}");
+    // Run anyway: refused before any scoring, with the same message.
+    let err = call(&app, "run_eval", json!({"request": {"evalSet": bad}, "onProgress": "__CHANNEL__:4"})).unwrap_err();
+    assert_eq!(err.as_str().unwrap(), message);
+    // Skipping bad lines scores the good one and records the bad one.
+    let r =
+        call(&app, "run_eval", json!({"request": {"evalSet": bad, "skipBad": true}, "onProgress": "__CHANNEL__:5"}))
+            .unwrap();
+    assert_eq!(r["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(r["eval_set"]["skipped"][0]["line"], 2);
+    assert_eq!(r["eval_set"]["skipped"][0]["field"], "options");
+    // The app goes on: a good set runs.
+    let good = call(&app, "run_eval", json!({"request": {"evalSet": sets[2]["path"]}, "onProgress": "__CHANNEL__:6"}))
+        .unwrap();
+    assert_eq!(good["status"], "complete");
+}
+
 #[test]
 fn a_cancel_before_a_run_does_not_stop_the_next_one() {
     let app = app();

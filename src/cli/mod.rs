@@ -159,6 +159,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         Some(
             E::ModelMissing { .. }
             | E::CorruptGguf { .. }
+            | E::Gguf { .. }
             | E::UnsupportedArchitecture { .. }
             | E::UnsupportedTensorType { .. }
             | E::BadTensor { .. }

@@ -4,6 +4,10 @@
 
 use serde::Serialize;
 
+/// Longest context Readout uses: a model that declares more is run with this many positions (the
+/// RoPE tables are built for every position up front).
+pub const MAX_CONTEXT: usize = 1 << 20;
+
 /// Which decoder family a model belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,6 +77,29 @@ impl ModelConfig {
             if v == 0 {
                 return Err(format!("`{k}` is 0"));
             }
+        }
+        // Caps no real model comes near, so that the arithmetic on a shape read from a
+        // corrupt file (parameter counts, table sizes) cannot overflow.
+        let caps = [
+            ("vocab_size", self.vocab_size, 1 << 24),
+            ("hidden_size", self.hidden_size, 1 << 20),
+            ("intermediate_size", self.intermediate_size, 1 << 20),
+            ("num_layers", self.num_layers, 1 << 12),
+            ("num_heads", self.num_heads, 1 << 12),
+            ("num_kv_heads", self.num_kv_heads, 1 << 12),
+            ("head_dim", self.head_dim, 1 << 12),
+            ("context_length", self.context_length, MAX_CONTEXT),
+        ];
+        for (k, v, cap) in caps {
+            if v > cap {
+                return Err(format!("`{k}` is {v}, more than the {cap} Readout supports; the metadata is corrupt"));
+            }
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
+            return Err(format!("the RoPE base is {}; it must be a positive number", self.rope_theta));
+        }
+        if !(self.rms_eps.is_finite() && self.rms_eps >= 0.0) {
+            return Err(format!("the RMS norm epsilon is {}; it must be a number ≥ 0", self.rms_eps));
         }
         if self.num_heads % self.num_kv_heads != 0 {
             return Err(format!("{} heads do not divide into {} KV heads", self.num_heads, self.num_kv_heads));

@@ -76,71 +76,13 @@ fn candle_message(e: &candle_core::Error) -> String {
 }
 
 fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    if file_len == 0 {
-        return Err(corrupt(path, "the file is empty (0 bytes)"));
-    }
-    let mut magic = [0u8; 4];
-    {
-        use std::io::{Read, Seek};
-        let n = file.read(&mut magic).map_err(|e| Error::io(path, e))?;
-        if n < 4 || &magic != b"GGUF" {
-            return Err(corrupt(
-                path,
-                format!(
-                    "it does not start with the GGUF magic bytes `GGUF` (it starts with {:?}), so it is not a GGUF model; pass a .gguf file, or a Hugging Face model directory",
-                    String::from_utf8_lossy(&magic[..n])
-                ),
-            ));
-        }
-        file.rewind().map_err(|e| Error::io(path, e))?;
-    }
-    let content = gguf_file::Content::read(&mut file).map_err(|e| {
-        let msg = candle_message(&e);
-        if msg.contains("unknown dtype") {
-            Error::UnsupportedTensorType { path: path.to_path_buf(), tensor: "(header)".into(), dtype: msg }
-        } else if msg.contains("failed to fill whole buffer") {
-            corrupt(path, format!("the header ends early: the file has only {file_len} bytes"))
-        } else {
-            corrupt(path, msg)
-        }
-    })?;
-    // Every tensor must lie wholly inside the file; name the first one (by offset) that does not.
-    let mut infos: Vec<(&String, &gguf_file::TensorInfo)> = content.tensor_infos.iter().collect();
-    infos.sort_by_key(|(name, info)| (info.offset, name.as_str()));
-    for (name, info) in infos {
-        let elems = info.shape.elem_count();
-        let bs = info.ggml_dtype.block_size();
-        if elems % bs != 0 {
-            return Err(Error::BadTensor {
-                path: path.to_path_buf(),
-                tensor: name.clone(),
-                detail: format!("{elems} elements are not a whole number of {bs}-element blocks"),
-            });
-        }
-        let end = content.tensor_data_offset + info.offset + (elems / bs * info.ggml_dtype.type_size()) as u64;
-        if end > file_len {
-            return Err(corrupt(
-                path,
-                format!(
-                    "the file has {file_len} bytes but tensor `{name}` ends at byte {end}: the weights are cut short"
-                ),
-            ));
-        }
-    }
+    // Our bounded reader checks the header and that every tensor lies inside the file, so the
+    // tensor reads below (candle's) never see a length the file does not back.
+    let (mut file, content) = super::gguf::open(path)?;
     let cfg = gguf_config(&content, path)?;
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
-    let tokens: Vec<String> = match md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()) {
-        Some(v) => v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect(),
-        None => {
-            return Err(Error::Tokenizer {
-                path: path.to_path_buf(),
-                detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
-            })
-        }
-    };
+    let vocab = gguf_vocab(&content, path)?;
     cfg.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
 
     let mut get = |name: &str| -> Result<LoadedWeight> {
@@ -151,7 +93,7 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         })?;
         let q = info
             .read(&mut file, content.tensor_data_offset, device)
-            .map_err(|e| corrupt(path, format!("reading tensor `{name}`: {e}")))?;
+            .map_err(|e| corrupt(path, format!("reading tensor `{name}`: {}", candle_message(&e))))?;
         Ok(LoadedWeight::Quant(Arc::new(q)))
     };
     let names = |i: usize, k: &str| format!("blk.{i}.{k}.weight");
@@ -168,38 +110,49 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
         GGUF_KEYS,
     )?;
 
-    let types: Vec<i32> = md
-        .get("tokenizer.ggml.token_type")
-        .and_then(|v| v.to_vec().ok())
-        .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
-        .unwrap_or_default();
-    let merges: Vec<String> = md
-        .get("tokenizer.ggml.merges")
-        .and_then(|v| v.to_vec().ok())
-        .map(|v| v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect())
-        .unwrap_or_default();
-    let id = |k: &str| md.get(k).and_then(|v| v.to_u32().ok());
-    let bos_id = id("tokenizer.ggml.bos_token_id");
-    let eos_id = id("tokenizer.ggml.eos_token_id");
-    let tok_text = |i: Option<u32>| i.and_then(|i| tokens.get(i as usize).cloned());
+    let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
+    let tok_text = |i: Option<u32>| i.and_then(|i| vocab.tokens.get(i as usize).cloned());
+    let (bos_token, eos_token) = (tok_text(vocab.bos_id), tok_text(eos_id));
     let quantisation = dominant_type(&content);
-    let vocab = GgufVocab {
-        model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
-        pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
-        token_types: types,
-        merges,
-        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
-        bos_id,
-        tokens: tokens.clone(),
-    };
     Ok(Loaded {
         model,
         tokenizer_source: TokenizerSource::Gguf(Box::new(vocab)),
         chat_template: get_str("tokenizer.chat_template"),
-        bos_token: tok_text(bos_id),
-        eos_token: tok_text(eos_id),
+        bos_token,
+        eos_token,
         quantisation,
         name: get_str("general.name").unwrap_or_else(|| file_stem(path)),
+    })
+}
+
+/// The tokenizer fields of GGUF metadata; an error when the file carries no vocabulary.
+pub(crate) fn gguf_vocab(content: &gguf_file::Content, path: &Path) -> Result<GgufVocab> {
+    let md = &content.metadata;
+    let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
+    let strings = |k: &str| -> Option<Vec<String>> {
+        md.get(k)
+            .and_then(|v| v.to_vec().ok())
+            .map(|v| v.iter().map(|t| t.to_string().cloned().unwrap_or_default()).collect())
+    };
+    let Some(tokens) = strings("tokenizer.ggml.tokens") else {
+        return Err(Error::Tokenizer {
+            path: path.to_path_buf(),
+            detail: "no `tokenizer.ggml.tokens` in the metadata: this GGUF carries no tokenizer. Use a GGUF converted with its tokenizer, or a Hugging Face directory with tokenizer.json".into(),
+        });
+    };
+    let token_types: Vec<i32> = md
+        .get("tokenizer.ggml.token_type")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
+        .unwrap_or_default();
+    Ok(GgufVocab {
+        model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
+        pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
+        token_types,
+        merges: strings("tokenizer.ggml.merges").unwrap_or_default(),
+        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
+        bos_id: md.get("tokenizer.ggml.bos_token_id").and_then(|v| v.to_u32().ok()),
+        tokens,
     })
 }
 
@@ -246,7 +199,7 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
         head_dim,
         rope_theta: get_f("rope.freq_base").unwrap_or(10_000.0),
         rms_eps: get_f("attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
-        context_length: get_u("context_length").unwrap_or(4096),
+        context_length: get_u("context_length").unwrap_or(4096).min(super::config::MAX_CONTEXT),
         tie_embeddings: !has_output,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
@@ -279,10 +232,19 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
         let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         return Ok(Metadata { config, name, quantisation: torch_dtype.to_uppercase(), file_bytes });
     }
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let (file, content) = super::gguf::open(path)?;
     let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let content = gguf_file::Content::read(&mut file).map_err(|e| corrupt(path, e))?;
-    let config = gguf_config(&content, path)?;
+    gguf_metadata(&content, path, file_bytes)
+}
+
+/// [`read_metadata`] of GGUF bytes; `path` names the source in errors.
+pub(crate) fn read_metadata_bytes(bytes: &[u8], path: &Path) -> Result<Metadata> {
+    let content = super::gguf::parse(bytes, path)?;
+    gguf_metadata(&content, path, bytes.len() as u64)
+}
+
+fn gguf_metadata(content: &gguf_file::Content, path: &Path, file_bytes: u64) -> Result<Metadata> {
+    let config = gguf_config(content, path)?;
     config.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
     let name = content
         .metadata
@@ -290,7 +252,7 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
         .and_then(|v| v.to_string().ok())
         .cloned()
         .unwrap_or_else(|| file_stem(path));
-    Ok(Metadata { config, name, quantisation: dominant_type(&content), file_bytes })
+    Ok(Metadata { config, name, quantisation: dominant_type(content), file_bytes })
 }
 
 /// The tensor type most of the weight bytes are in, as GGUF names it.

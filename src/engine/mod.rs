@@ -5,6 +5,7 @@
 
 pub mod config;
 mod fused;
+pub mod gguf;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
@@ -95,6 +96,18 @@ pub struct UnitOut {
 /// table) or a Hugging Face directory's `config.json`. For `readout derive` and the like.
 pub fn read_metadata(path: &Path) -> Result<Metadata> {
     load::read_metadata(path)
+}
+
+/// [`read_metadata`] of a GGUF file's bytes; `path` only names the source in errors.
+pub fn read_metadata_bytes(bytes: &[u8], path: &Path) -> Result<Metadata> {
+    load::read_metadata_bytes(bytes, path)
+}
+
+/// The tokenizer a GGUF file's metadata describes (what loading the model builds), from the
+/// file's bytes, without its weights; `path` only names the source in errors.
+pub fn read_tokenizer_bytes(bytes: &[u8], path: &Path) -> Result<Tokenizer> {
+    let content = gguf::parse(bytes, path)?;
+    Tokenizer::from_gguf(&load::gguf_vocab(&content, path)?, path)
 }
 
 /// A model ready to read out.

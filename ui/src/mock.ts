@@ -6,6 +6,7 @@
 //   ?slow=1          every call takes 3 s longer and a run takes ~10 s (to see "running" states)
 //   ?empty=1         no result files, no models (to see "empty" states)
 //   ?fail=a,b        the named commands fail (e.g. fail=list_results,list_models,add_model)
+//   ?badset=1        the eval-set folder also holds a set that cannot be read (line 2, `options`)
 // and inputs that fail the way the real backend does:
 //   a text containing FAIL           → score_texts fails (prompt longer than the context)
 //   an eval set whose path ends bad.jsonl → run_eval refuses the set (line 2, field `options`)
@@ -32,6 +33,11 @@ const query = new URLSearchParams(typeof location !== 'undefined' ? location.sea
 const SLOW = query.get('slow') === '1';
 const EMPTY = query.get('empty') === '1';
 const FAIL = new Set((query.get('fail') ?? '').split(',').filter(Boolean));
+const BADSET = query.get('badset') === '1';
+
+/** The library's message for the bad set (as `EvalSet::load` words it). */
+const badSetMessage = (path: string) =>
+  `${path}:2: field \`options\`: has 0 option(s); a criterion needs at least 2. Nothing was scored: fix that line, or skip bad lines (\`--skip-bad\` in the CLI, *Skip bad lines* in the app) to score the rest and record them`;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const latency = (ms = 120) => sleep(ms + (SLOW ? 3000 : 0));
@@ -295,16 +301,20 @@ export function createMockBackend(): Backend {
     async listEvalSets(): Promise<EvalSetInfo[]> {
       await latency();
       failIf('list_eval_sets', 'bench/evalsets: No such file or directory (os error 2)');
-      return [{ name: 'authored144', path: 'bench/evalsets/authored144.jsonl', rows: 144 }];
+      const sets: EvalSetInfo[] = [{ name: 'authored144', path: 'bench/evalsets/authored144.jsonl', rows: 144 }];
+      if (BADSET) {
+        const path = 'bench/evalsets/bad-options.jsonl';
+        sets.push({ name: 'bad-options', path, rows: 0, error: { message: badSetMessage(path), line: 2, field: 'options' } });
+      }
+      return sets;
     },
 
     async runEval(req, onProgress) {
       await latency(200);
       failIf('run_eval', 'tensor computation failed: mock failure');
       if (run) throw 'a run is already going; wait for it or cancel it';
-      if (req.evalSet.endsWith('bad.jsonl')) {
-        throw `${req.evalSet}:2: field \`options\`: has 0 option(s); a criterion needs at least 2`;
-      }
+      const bad = req.evalSet.endsWith('bad.jsonl') || req.evalSet.endsWith('bad-options.jsonl');
+      if (bad && !req.skipBad) throw badSetMessage(req.evalSet);
       const fixture = req.debias === 'none' ? NONE : CYCLIC;
       const total = fixture.rows.length;
       const seconds = SLOW ? 10 : 2;
@@ -325,6 +335,7 @@ export function createMockBackend(): Backend {
         run = null;
       }
       const r = clone(fixture);
+      if (bad) r.eval_set.skipped = [{ line: 2, field: 'options', reason: 'has 0 option(s); a criterion needs at least 2' }];
       r.created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
       r.config.mode = req.mode;
       r.config.shots = req.shots;

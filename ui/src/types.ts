@@ -58,7 +58,18 @@ export interface TextResult {
 export interface EvalSetInfo {
   name: string;
   path: string;
+  /** Rows a run scores; 0 when the set cannot be read. */
   rows: number;
+  /** Why the set cannot be run as it is (absent for a good set). */
+  error?: EvalSetProblem;
+}
+
+/** The library's reason an eval set cannot be run: its message, and the line and field it names. */
+export interface EvalSetProblem {
+  /** The whole message: file, line, field, what is wrong and what to do. */
+  message: string;
+  line: number | null;
+  field: string | null;
 }
 
 export type Mode = 'readout' | 'generate';
@@ -81,6 +92,8 @@ export interface RunRequest {
   trim?: boolean;
   /** New tokens per forward pass. */
   passTokens?: number;
+  /** Score the good lines of a set with bad ones (the result file lists the lines left out). */
+  skipBad?: boolean;
 }
 
 export interface Progress {

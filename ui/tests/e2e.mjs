@@ -237,9 +237,34 @@ export const tests = [
       await visible(page, '[data-testid="eval-results"] [data-state="error"]');
       assert.equal(
         await text(page, '[data-testid="eval-results"] [data-testid="error-message"]'),
-        '/home/me/evalsets/bad.jsonl:2: field `options`: has 0 option(s); a criterion needs at least 2',
+        '/home/me/evalsets/bad.jsonl:2: field `options`: has 0 option(s); a criterion needs at least 2. Nothing was scored: fix that line, or skip bad lines (`--skip-bad` in the CLI, *Skip bad lines* in the app) to score the rest and record them',
       );
       await shot('evaluate-error');
+    },
+  },
+  {
+    name: 'evaluate: a bad set in the folder names its line and field; skipping bad lines runs the rest',
+    async run({ page, url, shot }) {
+      await page.goto(url('badset=1', 'evaluate'));
+      await page.waitForFunction(() => document.querySelector('#evalset')?.textContent?.includes('bad-options — cannot be read'));
+      // The first good set is chosen, not the bad one.
+      assert.equal(await page.locator('#evalset').inputValue(), 'bench/evalsets/authored144.jsonl');
+      assert.equal(await page.locator('[data-testid="evalset-problem"]').count(), 0);
+      await page.selectOption('#evalset', 'bench/evalsets/bad-options.jsonl');
+      await visible(page, '[data-testid="evalset-problem"]');
+      const box = await text(page, '[data-testid="evalset-problem"]');
+      assert.match(box, /bad-options\.jsonl cannot be run as it is/);
+      assert.match(box, /Line 2, field “options”/);
+      assert.match(box, /bad-options\.jsonl:2: field `options`: has 0 option\(s\)/);
+      await shot('evaluate-bad-set');
+      // Run anyway: the same message, and the page goes on.
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="eval-results"] [data-state="error"]');
+      assert.match(await text(page, '[data-testid="eval-results"] [data-testid="error-message"]'), /:2: field `options`/);
+      await page.check('[data-testid="skip-bad"]');
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      assert.match(await text(page, '[data-testid="skipped-note"]'), /^1 bad line was left out .*line 2, field “options”: has 0 option\(s\); a criterion needs at least 2$/);
     },
   },
   {

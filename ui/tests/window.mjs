@@ -3,9 +3,11 @@
 // src-tauri/window-test.sh, which starts Xvfb and tauri-driver and gives the app a fresh settings
 // folder and a bench folder holding copies of the CLI's result files.
 //
-// What a person would do: score the bundled example; run authored144 with 3 shots and cyclic
-// option order while the progress bar moves; save the result file into the bench folder; find it
-// in the Results table beside the CLI's files; then `readout compare` reads the app's file.
+// What a person would do: score the bundled example; meet a bad eval set in the eval-set folder
+// (its line and field shown, the app going on); run authored144 with 3 shots and cyclic option
+// order while the progress bar moves; save the result file into the bench folder; find it in the
+// Results table beside the CLI's files; then `readout compare` reads the app's file. Throughout,
+// the Content-Security-Policy is in force and nothing the app does trips it.
 // Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
 //
 // Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
@@ -97,6 +99,11 @@ try {
   if (process.env.SKIP_SCORE) { await go('evaluate'); await go('score'); }
   // ── Score ────────────────────────────────────────────────────────────────────────────────
   await visible('[data-page="score"]', 60_000);
+  // Record every CSP violation from here on (checked at the end).
+  await driver.executeScript(
+    `window.__cspViolations = [];
+     document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(e.effectiveDirective + ' ' + (e.blockedURI || 'inline')));`,
+  );
   await visible('[data-testid="score-results"] [data-state="empty"]');
   await shot('score-empty');
 
@@ -137,6 +144,37 @@ try {
     'authored144 is offered',
   );
   await shot('evaluate-empty');
+
+  // A bad eval set: window-test.sh put one in the eval-set folder beside the bench folder, where
+  // a user keeps sets (a native file dialog cannot be driven through WebDriver). It is listed,
+  // and choosing it shows the library's message with its line and field; running it anyway is
+  // refused with the same message; then the app goes on with a good set.
+  const optionValue = (label) =>
+    driver.executeScript(
+      `return [...document.querySelectorAll('#evalset option')].find((o) => o.textContent.includes(arguments[0]))?.value ?? ''`,
+      label,
+    );
+  const badPath = await optionValue('bad-options — cannot be read');
+  assert.ok(badPath.endsWith('bad-options.jsonl'), `the bad set is listed (${badPath})`);
+  const goodPath = await optionValue('authored144 (144 rows)');
+  assert.equal(await driver.executeScript("return document.querySelector('#evalset').value"), goodPath, 'a good set is chosen first');
+  await select('#evalset', badPath);
+  await visible('[data-testid="evalset-problem"]');
+  const problem = await textOf('[data-testid="evalset-problem"]');
+  assert.match(problem, /bad-options\.jsonl cannot be run as it is/);
+  assert.match(problem, /Line 2, field “options”/);
+  assert.match(problem, /bad-options\.jsonl:2: field `options`: has 0 option\(s\); a criterion needs at least 2/);
+  assert.match(problem, /Skip bad lines/);
+  await shot('evaluate-bad-set', '[data-testid="eval-form"]');
+  await click('[data-testid="run-button"]');
+  await visible('[data-testid="eval-results"] [data-state="error"]', 60_000);
+  const refused = await textOf('[data-testid="eval-results"] [data-testid="error-message"]');
+  assert.match(refused, /bad-options\.jsonl:2: field `options`: has 0 option\(s\)/, refused);
+  await shot('evaluate-bad-set-run', '[data-testid="eval-results"]');
+  log(`bad set refused: ${refused.slice(0, 160)}`);
+  await select('#evalset', goodPath);
+  await driver.wait(async () => (await driver.findElements(css('[data-testid="evalset-problem"]'))).length === 0, 10_000, 'the problem goes with the bad set');
+
   await setInput('#shots', 3);
   await select('#debias', 'cyclic');
   assert.equal(await driver.executeScript("return document.querySelector('#shots').value"), '3');
@@ -182,6 +220,17 @@ try {
   await visible('[data-testid="derived-table"]');
   assert.match(await textOf('[data-testid="device-in-use"]'), /cpu/i);
   await shot('models');
+
+  // ── The Content-Security-Policy is in force, and nothing above tripped it ────────────────
+  const inlineRan = await driver.executeScript(
+    `const s = document.createElement('script'); s.textContent = 'window.__inlineRan = true'; document.head.append(s); return window.__inlineRan === true;`,
+  );
+  assert.equal(inlineRan, false, 'an inline script is refused (script-src without unsafe-inline)');
+  await driver.sleep(300);
+  const violations = await driver.executeScript('return window.__cspViolations');
+  const unexpected = violations.filter((v) => !/^script-src/.test(v));
+  assert.deepEqual(unexpected, [], `CSP violations while the app ran: ${violations.join(', ')}`);
+  log(`CSP in force (violations recorded: ${violations.join(', ') || 'none'})`);
 
   // ── The CLI reads the app's file ─────────────────────────────────────────────────────────
   const out = execFileSync(cli, ['compare', appFile, cliCyclic], { encoding: 'utf8' });

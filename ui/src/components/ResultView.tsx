@@ -239,7 +239,7 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           </dd>
           <dt>Eval set</dt>
           <dd class="mono">
-            {r.eval_set.path} · {r.eval_set.rows} rows{r.eval_set.skipped.length ? ` · ${r.eval_set.skipped.length} bad lines skipped` : ''}
+            {r.eval_set.path} · {r.eval_set.rows} rows{r.eval_set.skipped.length ? ` · ${r.eval_set.skipped.length} bad line${r.eval_set.skipped.length === 1 ? '' : 's'} skipped` : ''}
           </dd>
           <dt>Prompts</dt>
           <dd>

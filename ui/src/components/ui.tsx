@@ -1,15 +1,17 @@
 // Small shared pieces: state boxes, badges, spinner.
 import type { ComponentChildren } from 'preact';
 
-export function ErrorBox(props: { title?: string; message: string; onRetry?: () => void; retryLabel?: string }) {
+export function ErrorBox(props: { title?: string; lead?: ComponentChildren; message: string; hint?: ComponentChildren; onRetry?: () => void; retryLabel?: string; testid?: string }) {
   return (
-    <div class="state state-error" role="alert" data-state="error">
+    <div class="state state-error" role="alert" data-state="error" data-testid={props.testid}>
       <div class="state-icon" aria-hidden="true">!</div>
       <div class="state-body">
         <strong>{props.title ?? 'Something went wrong'}</strong>
+        {props.lead && <p class="error-lead">{props.lead}</p>}
         <p class="error-message" data-testid="error-message">
           {props.message}
         </p>
+        {props.hint && <p class="error-hint">{props.hint}</p>}
         {props.onRetry && (
           <button type="button" class="secondary" onClick={props.onRetry}>
             {props.retryLabel ?? 'Try again'}

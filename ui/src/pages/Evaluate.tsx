@@ -57,6 +57,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
   const [shots, setShots] = useState(3);
   const [debias, setDebias] = useState<Debias>('cyclic');
   const [pruneHead, setPruneHead] = useState(false);
+  const [skipBad, setSkipBad] = useState(false);
   const [prompt, setPrompt] = useState<'default' | 'terse'>('default');
   const [prefixTree, setPrefixTree] = useState(true);
   const [batchedSuffixes, setBatchedSuffixes] = useState(true);
@@ -71,7 +72,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     try {
       const list = await listEvalSets();
       setSets({ status: 'ready', list });
-      setEvalSet((cur) => cur || list[0]?.path || '');
+      setEvalSet((cur) => cur || (list.find((s) => !s.error) ?? list[0])?.path || '');
     } catch (e) {
       setSets({ status: 'error', list: [], error: errorMessage(e) });
     }
@@ -98,7 +99,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     setRun({ status: 'running', progress: null, cancelling: false });
     try {
       const result = await runEval(
-        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens },
+        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens, skipBad: skipBad || undefined },
         (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
       );
       setRun({ status: 'done', result });
@@ -138,7 +139,9 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
   }
 
   const running = run.status === 'running';
-  const options = [...sets.list.map((s) => ({ path: s.path, label: `${s.name} (${s.rows} rows)` })), ...extra.filter((p) => !sets.list.some((s) => s.path === p)).map((p) => ({ path: p, label: baseName(p) }))];
+  const chosen = sets.list.find((s) => s.path === evalSet);
+  const problem = chosen?.error;
+  const options = [...sets.list.map((s) => ({ path: s.path, label: s.error ? `${s.name} — cannot be read` : `${s.name} (${s.rows} rows)` })), ...extra.filter((p) => !sets.list.some((s) => s.path === p)).map((p) => ({ path: p, label: baseName(p) }))];
 
   return (
     <div class="page" data-page="evaluate">
@@ -165,6 +168,25 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
               Open a file…
             </button>
           </div>
+          {problem && (
+            <div class="span-all">
+              <ErrorBox
+                testid="evalset-problem"
+                title={`${baseName(chosen.path)} cannot be run as it is`}
+                lead={problem.line !== null ? `Line ${problem.line}${problem.field ? `, field “${problem.field}”` : ''}` : undefined}
+                message={problem.message}
+                hint={problem.line !== null ? 'Fix that line in the file and read the eval sets again, or tick “Skip bad lines” to run the other lines.' : 'Fix the file and read the eval sets again.'}
+                onRetry={loadSets}
+                retryLabel="Read the eval sets again"
+              />
+            </div>
+          )}
+
+          <span class="label">Bad lines</span>
+          <label class="check">
+            <input type="checkbox" checked={skipBad} onChange={(e) => setSkipBad(e.currentTarget.checked)} data-testid="skip-bad" />
+            Skip bad lines <span class="muted">(score the rest; the result file lists the lines left out)</span>
+          </label>
 
           <label for="eval-model">Model</label>
           <select id="eval-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
@@ -269,6 +291,18 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
         {run.status === 'error' && <ErrorBox title="The run could not be done" message={run.message} onRetry={start} />}
         {run.status === 'done' && (
           <>
+            {run.result.eval_set.skipped.length > 0 && (
+              <Notice kind="warn">
+                <span data-testid="skipped-note">
+                  {run.result.eval_set.skipped.length === 1 ? '1 bad line was' : `${run.result.eval_set.skipped.length} bad lines were`} left out (the result file lists them):{' '}
+                  {run.result.eval_set.skipped
+                    .slice(0, 3)
+                    .map((b) => `line ${b.line}, field “${b.field}”: ${b.reason}`)
+                    .join('; ')}
+                  {run.result.eval_set.skipped.length > 3 ? '; …' : ''}
+                </span>
+              </Notice>
+            )}
             {saveNote && <Notice>{saveNote}</Notice>}
             {saveError && <ErrorBox title="The result file could not be saved" message={saveError} />}
             <ResultView
