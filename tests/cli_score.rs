@@ -98,7 +98,9 @@ fn bad_model_files_are_refused_by_name() {
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let nodir = dir.path().join("hf-without-config");
     std::fs::create_dir(&nodir).unwrap();
-    for (p, want) in [(&empty, "not a readable GGUF"), (&truncated, "truncated or corrupt"), (&nodir, "config.json")] {
+    for (p, want) in
+        [(&empty, "not a readable GGUF"), (&truncated, "the weights are cut short"), (&nodir, "config.json")]
+    {
         let ps = p.display().to_string();
         let out = readout(&["score", "-r", RUBRIC, "-t", TEXT, "--device", "cpu", "--model", &ps]);
         assert_eq!(out.status.code(), Some(4), "{ps}");

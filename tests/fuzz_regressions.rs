@@ -4,8 +4,9 @@
 //! (`crash-*`, `oom-*`, `timeout-*`, `slow-unit-*`) and must now be refused with an error, as
 //! must the hand-made `hostile-*` inputs (GGUF headers that make candle's own reader abort on a
 //! huge allocation, divide by zero or overflow); `seed-*` files are the small, valid seed corpus
-//! the fuzz runs start from and must be accepted; other files are interesting inputs that must
-//! only not panic. How to fuzz: `fuzz/README.md`.
+//! the fuzz runs start from and must be accepted; `corpus-*` files (a sample, spread over sizes, of
+//! the inputs that reached new code in the fuzz runs, after libFuzzer's set-cover merge) and other
+//! interesting inputs must only not panic. How to fuzz: `fuzz/README.md`.
 //!
 //! The GGUF seeds are written by
 //! `cargo test --release --test fuzz_regressions -- --ignored regenerate_gguf_seeds`.
