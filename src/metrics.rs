@@ -175,9 +175,10 @@ fn bin_of(confidence: f64) -> usize {
     ((confidence * BINS as f64) as usize).min(BINS - 1)
 }
 
-/// Mean recall over the gold classes present, keyed by option id.
+/// Mean recall over the gold classes present, keyed by option id (summed in id order, so the
+/// last bit does not depend on a hash seed).
 fn balanced_accuracy(rows: &[&ScoredRow]) -> f64 {
-    let mut per_class: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut per_class: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for r in rows {
         let e = per_class.entry(r.gold_id()).or_default();
         e.0 += 1;
