@@ -46,11 +46,14 @@ impl Linear {
         }
     }
 
-    /// `x [rows, in] -> [rows, out]`.
+    /// `x [rows, in] -> [rows, out]`. A single row is multiplied as two (the copy dropped):
+    /// alone it would take the matrix-vector kernel, whose sums round differently, and a token's
+    /// numbers would depend on how many tokens share its pass.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let rows = x.dim(0)?;
         match (&self.dense, &self.quant) {
             (Some(_), Some(q)) if rows == 1 => q.forward(x),
+            (Some(w), _) if rows == 1 => Tensor::cat(&[x, x], 0)?.matmul(&w.t()?)?.narrow(0, 0, 1),
             (Some(w), _) => x.matmul(&w.t()?),
             (None, Some(q)) => q.forward(x),
             (None, None) => candle_core::bail!("linear layer holds no weights"),
@@ -237,16 +240,34 @@ impl Transformer {
 
     /// Output norm and LM head at the given rows of `hidden`. With `ids`, only those rows of the
     /// head are used (a pruned head); otherwise the whole vocabulary.
+    ///
+    /// A row's logits do not depend on how many rows are read with it: the matmul library sums
+    /// one row alone (a matrix-vector kernel), and up to 64 rows against at most 64 columns
+    /// (the pruned head), in another order than a larger product, so the rows are padded past
+    /// those sizes (copies of the first, dropped after). A resumed run, which reads fewer rows
+    /// in a pass, then gives the bits an uninterrupted run gives.
     pub(crate) fn head_at(&self, hidden: &Tensor, rows: &[u32], ids: Option<&Tensor>) -> candle_core::Result<Tensor> {
-        let rows = Tensor::from_slice(rows, rows.len(), &self.device)?;
+        let n = rows.len();
+        let min_rows: usize = if ids.is_some() { 65 } else { 2 };
+        let padded: Vec<u32> = rows
+            .iter()
+            .copied()
+            .chain(std::iter::repeat(rows.first().copied().unwrap_or(0)).take(min_rows.saturating_sub(n)))
+            .collect();
+        let rows = Tensor::from_slice(&padded, padded.len(), &self.device)?;
         let h = hidden.index_select(&rows, 0)?;
         let h = candle_nn::ops::rms_norm(&h, &self.norm, self.cfg.rms_eps as f32)?;
-        match ids {
-            Some(ids) => h.matmul(&self.head.index_select(ids, 0)?.t()?),
+        let out = match ids {
+            Some(ids) => h.matmul(&self.head.index_select(ids, 0)?.t()?)?,
             None => match &self.head_q {
-                Some(q) => q.forward(&h),
-                None => h.matmul(&self.head.t()?),
+                Some(q) => q.forward(&h)?,
+                None => h.matmul(&self.head.t()?)?,
             },
+        };
+        if padded.len() == n {
+            Ok(out)
+        } else {
+            out.narrow(0, 0, n)
         }
     }
 
