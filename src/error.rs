@@ -49,6 +49,22 @@ pub enum Error {
     #[error("prompt has {tokens} tokens but the model's context holds {context}; shorten the text")]
     ContextOverflow { tokens: usize, context: usize },
 
+    /// A state (eval-set item) or text (score) whose prompt does not fit the model's context,
+    /// found before anything is scored. `what` names it (the file and item id, or the text
+    /// number); `state_tokens` is the state's share of `prompt_tokens`; `budget` is the context
+    /// less the tokens kept for a generated reply.
+    #[error("{what}: the prompt is {prompt_tokens} tokens ({state_tokens} of them the {part}) but the model's context holds {budget}{reserved}, {over} too many: {advice}.", over = .prompt_tokens.saturating_sub(*.budget))]
+    PromptTooLong {
+        what: String,
+        part: &'static str,
+        prompt_tokens: usize,
+        state_tokens: usize,
+        budget: usize,
+        /// Empty, or what the budget leaves out (", less 4 kept for the reply").
+        reserved: String,
+        advice: String,
+    },
+
     #[error("device `{requested}` is not available: {reason}")]
     Device { requested: String, reason: String },
 

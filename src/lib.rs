@@ -22,6 +22,7 @@ pub mod results;
 pub mod rubric;
 pub mod run;
 pub mod score;
+pub mod truncate;
 
 pub use error::{Error, GgufProblem, Result};
 

@@ -4,11 +4,12 @@
 //! by option id.
 
 use crate::engine::{Engine, Prefix, Suffix};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::math::{argmax, softmax};
 use crate::plan::{Plan, PlannedPrompt};
 use crate::prompt;
 use crate::rubric::{Criterion, QuestionKind, Rubric};
+use crate::truncate::{fit_middle, Truncate};
 use serde::Serialize;
 
 /// A decision closer than this (top probability minus the runner-up) is flagged as close.
@@ -63,6 +64,10 @@ pub struct TextResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub criteria: Vec<CriterionResult>,
+    /// Present when the text was cut from the middle to fit the context (`--truncate-middle`):
+    /// how many tokens its longest prompt lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_tokens: Option<usize>,
 }
 
 /// A text to score, with an optional id carried into its result.
@@ -72,7 +77,8 @@ pub struct Text {
     pub text: String,
 }
 
-/// Score every text against every criterion of the rubric. `progress(done, total)` is called after each text.
+/// Score every text against every criterion of the rubric, refusing a text whose prompt is
+/// longer than the model's context. `progress(done, total)` is called after each text.
 pub fn score_texts(
     engine: &Engine,
     rubric: &Rubric,
@@ -80,23 +86,102 @@ pub fn score_texts(
     orderings: Orderings,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<TextResult>> {
+    score_texts_with(engine, rubric, texts, orderings, Truncate::None, progress)
+}
+
+/// [`score_texts`], with a text too long for the context refused ([`Truncate::None`]) or cut
+/// from the middle to fit ([`Truncate::Middle`], recorded in its result's `truncated_tokens`).
+pub fn score_texts_with(
+    engine: &Engine,
+    rubric: &Rubric,
+    texts: &[Text],
+    orderings: Orderings,
+    truncate: Truncate,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<TextResult>> {
+    let budget = engine.info().config.context_length;
     // 1. Every prompt, tokenized, with its letters checked.
     let mut groups = Vec::with_capacity(texts.len());
     let mut layouts = Vec::with_capacity(texts.len());
-    for t in texts {
-        let mut prompts = Vec::new();
-        let mut layout = Vec::new();
-        for (ci, c) in rubric.criteria.iter().enumerate() {
-            for ord in order_list(c, orderings) {
-                let text = engine.template().render(&prompt::messages(&[], prompt::user_turn(&t.text, c, &ord)))?;
-                let tokens = engine.tokenizer().encode(&text)?;
-                let letters = engine.answer_tokens(&text, &tokens, c.options.len())?;
+    let mut cuts = Vec::with_capacity(texts.len());
+    for (ti, t) in texts.iter().enumerate() {
+        let layout: Vec<(usize, Vec<usize>)> = rubric
+            .criteria
+            .iter()
+            .enumerate()
+            .flat_map(|(ci, c)| order_list(c, orderings).into_iter().map(move |ord| (ci, ord)))
+            .collect();
+        let render = |text: &str, ci: usize, ord: &[usize]| -> Result<String> {
+            engine.template().render(&prompt::messages(&[], prompt::user_turn(text, &rubric.criteria[ci], ord)))
+        };
+        let build = |text: &str| -> Result<Vec<PlannedPrompt>> {
+            let mut prompts = Vec::with_capacity(layout.len());
+            for (ci, ord) in &layout {
+                let rendered = render(text, *ci, ord)?;
+                let tokens = engine.tokenizer().encode(&rendered)?;
+                let letters = engine.answer_tokens(&rendered, &tokens, rubric.criteria[*ci].options.len())?;
                 prompts.push(PlannedPrompt { tokens, letters });
-                layout.push((ci, ord));
+            }
+            Ok(prompts)
+        };
+        let longest = |prompts: &[PlannedPrompt]| -> (usize, usize) {
+            prompts.iter().enumerate().map(|(i, p)| (p.tokens.len(), i)).max().unwrap_or((0, 0))
+        };
+        let mut prompts = build(&t.text)?;
+        let mut cut = None;
+        let (tokens, at) = longest(&prompts);
+        if tokens > budget {
+            let len_at = |text: &str, i: usize| -> Result<usize> {
+                let (ci, ord) = &layout[i];
+                Ok(engine.tokenizer().encode(&render(text, *ci, ord)?)?.len())
+            };
+            let without = len_at("", at)?;
+            let mut refit = None;
+            if truncate == Truncate::Middle && without <= budget {
+                // Cut against the longest prompt; should another still not fit (its tokens merge
+                // differently at the cut), cut against all of them.
+                let fit_build = |f: Option<String>| -> Result<Option<Vec<PlannedPrompt>>> {
+                    match f {
+                        Some(f) => build(&f).map(|p| (longest(&p).0 <= budget).then_some(p)),
+                        None => Ok(None),
+                    }
+                };
+                refit = fit_build(fit_middle(&t.text, budget, &mut |x| len_at(x, at))?)?;
+                if refit.is_none() {
+                    let mut all = |x: &str| (0..layout.len()).try_fold(0, |m, i| Ok(len_at(x, i)?.max(m)));
+                    refit = fit_build(fit_middle(&t.text, budget, &mut all)?)?;
+                }
+            }
+            match refit {
+                Some(p) => {
+                    cut = Some(tokens - longest(&p).0);
+                    prompts = p;
+                }
+                None => {
+                    let what = match &t.id {
+                        Some(id) => format!("text {} (id `{id}`)", ti + 1),
+                        None => format!("text {}", ti + 1),
+                    };
+                    let advice = if truncate == Truncate::Middle || without > budget {
+                        format!("without the text the prompt (system turn, question and options) is still {without} tokens, so cutting the text cannot make it fit: shorten the rubric's questions or use a model with a longer context")
+                    } else {
+                        "shorten the text, or pass --truncate-middle to cut it from the middle (its head and tail are kept)".into()
+                    };
+                    return Err(Error::PromptTooLong {
+                        what,
+                        part: "text",
+                        prompt_tokens: tokens,
+                        state_tokens: tokens.saturating_sub(without),
+                        budget,
+                        reserved: String::new(),
+                        advice,
+                    });
+                }
             }
         }
         groups.push(prompts);
         layouts.push(layout);
+        cuts.push(cut);
     }
     // 2. The tree: root once, each text once, suffixes batched.
     let plan = Plan::new(groups);
@@ -128,7 +213,7 @@ pub fn score_texts(
             let probs: Vec<f64> = sum.iter().map(|s| s / n).collect();
             criteria.push(decide(c, &probs, &picks, &mass));
         }
-        results.push(TextResult { index: ti, id: texts[ti].id.clone(), criteria });
+        results.push(TextResult { index: ti, id: texts[ti].id.clone(), criteria, truncated_tokens: cuts[ti] });
         progress(ti + 1, texts.len());
     }
     Ok(results)

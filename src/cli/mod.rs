@@ -71,6 +71,21 @@ pub struct SelectArgs {
     /// none, cyclic, permutation, calibrate or pride.
     #[arg(long, default_value = "none")]
     pub debias: readout::debias::DebiasMode,
+    /// A state whose prompt is longer than the model's context: cut it from the middle (head and
+    /// tail kept, " […] " between them) instead of refusing the run; recorded in the result file.
+    #[arg(long)]
+    pub truncate_middle: bool,
+}
+
+impl SelectArgs {
+    /// What to do with a state too long for the context.
+    pub fn truncate(&self) -> readout::truncate::Truncate {
+        if self.truncate_middle {
+            readout::truncate::Truncate::Middle
+        } else {
+            readout::truncate::Truncate::None
+        }
+    }
 }
 
 /// The model options every model-using subcommand takes.
@@ -169,7 +184,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::ChatTemplate { .. },
         ) => 4,
         Some(E::Config(_)) => 2,
-        Some(E::ContextOverflow { .. }) => 5,
+        Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,
         Some(E::Device { .. }) => 6,
         _ => 1,
     }

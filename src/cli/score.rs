@@ -5,7 +5,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::rubric::Rubric;
-use readout::score::{score_texts, Orderings, Text, TextResult};
+use readout::score::{score_texts_with, Orderings, Text, TextResult};
+use readout::truncate::Truncate;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -26,6 +27,10 @@ pub struct ScoreArgs {
     /// Score every cyclic rotation of the options and average them by option id (flags order-unstable answers).
     #[arg(long, default_value = "none", value_parser = parse_orderings)]
     debias: Orderings,
+    /// A text whose prompt is longer than the model's context: cut it from the middle (head and
+    /// tail kept, " […] " between them) instead of refusing it; `--json` records the tokens cut.
+    #[arg(long)]
+    truncate_middle: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -56,7 +61,8 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         );
         b
     });
-    let results = score_texts(&engine, &rubric, &texts, a.debias, &mut |done, _| {
+    let truncate = if a.truncate_middle { Truncate::Middle } else { Truncate::None };
+    let results = score_texts_with(&engine, &rubric, &texts, a.debias, truncate, &mut |done, _| {
         if let Some(b) = &bar {
             b.set_position(done as u64)
         }
@@ -118,6 +124,9 @@ fn print_table(out: &mut impl Write, r: &TextResult, t: &Text) -> Result<()> {
     let preview: String = t.text.chars().take(70).collect();
     let ellipsis = if t.text.chars().count() > 70 { "…" } else { "" };
     writeln!(out, "{title}: {preview}{ellipsis}")?;
+    if let Some(n) = r.truncated_tokens {
+        writeln!(out, "(cut from the middle to fit the model's context: {n} tokens fewer)")?;
+    }
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header(vec!["criterion", "answer", "p", "all options", "flags"]);
