@@ -92,6 +92,10 @@ pub struct RunConfig {
     pub max_new_tokens: usize,
     pub pride_share: f64,
     pub pride_seed: u64,
+    /// A state too long for the model's context: refused (`none`, and in files written before
+    /// the field) or cut from the middle (`middle`).
+    #[serde(default)]
+    pub truncate: crate::truncate::Truncate,
     pub bootstrap_resamples: usize,
     pub bootstrap_seed: u64,
     pub levers: Levers,
@@ -114,6 +118,9 @@ pub struct PlanRecord {
     pub unique_tokens: usize,
     /// Tokens that went through the model.
     pub computed_tokens: usize,
+    /// Rows whose state was cut from the middle to fit the context (`--truncate-middle`).
+    #[serde(default)]
+    pub truncated_rows: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -157,6 +164,10 @@ pub struct RowRecord {
     pub invalid: bool,
     /// Null when only one ordering was scored ("not checked").
     pub order_unstable: Option<bool>,
+    /// Present when the row's state was cut from the middle to fit the context
+    /// (`--truncate-middle`): how many tokens its longest prompt lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_tokens: Option<usize>,
 }
 
 impl RowRecord {
@@ -297,6 +308,10 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
         name.push('_');
         name.push_str(&cfg.levers.matmul);
     }
+    if cfg.truncate != crate::truncate::Truncate::None {
+        name.push_str("_truncate-");
+        name.push_str(cfg.truncate.as_str());
+    }
     PathBuf::from(format!("{name}.json"))
 }
 
@@ -333,8 +348,10 @@ pub fn unused_path(path: &Path) -> std::path::PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it (its folder created), flushed
-/// to disk, then renamed over it. A reader sees the old file or the new one, never half of one.
+/// Write `bytes` to `path` atomically: a temporary file beside it (`PATH.tmp`, its folder
+/// created), flushed to disk, then renamed over it. A reader, or a process killed at any moment,
+/// sees the old file or the new one, never half of one. A `PATH.tmp` left by a killed writer is
+/// replaced by the next write to `PATH`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -348,7 +365,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
         f.sync_all().map_err(|e| Error::io(&tmp, e))?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    // The rename itself on disk too (power loss); a folder that cannot be opened is not an error.
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@
 //! engine computes every shared prefix once (the system turn and shots once per run, each state
 //! once per item) and reads every suffix of a prefix in one batched pass. Work that other rows
 //! depend on (content-free calibration prompts, the PriDe sample) runs first; the rows then
-//! finish one by one, so a stopped run leaves a partial result file of finished rows.
+//! finish pass by pass, and the result file is rewritten as they do (`Checkpoints`), so a
+//! stopped or killed run leaves a partial result file of finished rows. A resumed run plans
+//! every row again and computes the units an uninterrupted run computes, skipping those with
+//! nothing left to read, so the rows it adds are bit for bit the uninterrupted run's.
 
 use crate::debias::{self, DebiasMode, CONTENT_FREE};
 use crate::engine::{Engine, Prefix, Suffix, Unit};
@@ -17,9 +20,10 @@ use crate::plan::{build_trie, TrieNode};
 use crate::prompt::{self, PromptVersion, Shot, LETTERS, PROMPT_VERSION};
 use crate::results::*;
 use crate::rubric::Criterion;
+use crate::truncate::{fit_middle, Truncate};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -66,6 +70,7 @@ pub fn default_config(mode: Mode, shots: usize, debias: DebiasMode) -> RunConfig
         max_new_tokens: 4,
         pride_share: debias::PRIDE_SHARE,
         pride_seed: 0,
+        truncate: Truncate::None,
         bootstrap_resamples: crate::metrics::DEFAULT_RESAMPLES,
         bootstrap_seed: crate::metrics::DEFAULT_SEED,
         levers: Levers {
@@ -93,13 +98,16 @@ pub struct Control<'a> {
     pub progress: &'a mut dyn FnMut(Progress),
     /// Set to stop between rows; the run returns a partial result.
     pub stop: &'a AtomicBool,
-    /// Write the partial result here every `checkpoint_every` (and when stopped).
+    /// Keep a partial result file here while the run goes: rewritten as rows finish, at most
+    /// once per the given interval (see `Checkpoints` for the policy), and when stopped.
     pub checkpoint: Option<(&'a Path, Duration)>,
 }
 
 /// One row to score: an item's criterion with a gold answer.
 struct Row<'a> {
     id: String,
+    /// Index of its item in the eval set (an item's rows share its state).
+    item: usize,
     family: String,
     group_id: String,
     state: &'a str,
@@ -118,6 +126,8 @@ enum Variant {
 struct PromptSpec {
     row: usize,
     variant: Variant,
+    /// The rendered prompt.
+    text: String,
     tokens: Vec<u32>,
     letters: Vec<u32>,
     sha: String,
@@ -151,7 +161,6 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     if config.mode == Mode::Generate && config.debias != DebiasMode::None {
         return Err(Error::Config("generate mode reads one ordering; use --debias none with --mode generate".into()));
     }
-    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let prep = prepare(eval_set, &config)?;
     let rows = &prep.rows;
     let shots = &prep.shots;
@@ -173,84 +182,31 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         }
         debias_state = prev.debias_state.clone();
     }
-    let pride_sample: Vec<usize> = if config.debias == DebiasMode::Pride {
-        debias::pride_sample(rows.len(), config.pride_share, config.pride_seed)
-    } else {
-        vec![]
-    };
-    let orderings_of = |i: usize| -> Result<Vec<Vec<usize>>> {
-        let n = rows[i].criterion.options.len();
-        let mode = match config.debias {
-            DebiasMode::Pride if pride_sample.contains(&i) => DebiasMode::Permutation,
-            DebiasMode::Pride => DebiasMode::None,
-            m => m,
-        };
-        debias::orderings(mode, n).map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })
-    };
-    // 4. Prompts: rendered and tokenized row by row on all cores (on a GPU this is a good part of
-    // the run), then put in row order.
-    let per_row: Vec<(Vec<PromptSpec>, Vec<Vec<usize>>)> = rows
-        .par_iter()
-        .enumerate()
-        .map(|(i, r)| -> Result<(Vec<PromptSpec>, Vec<Vec<usize>>)> {
-            let ords = orderings_of(i)?;
-            let (shot_list, _) = shots_of(r);
-            let need_real = !done.contains_key(&i);
-            let mut specs = Vec::new();
-            for (k, ord) in ords.iter().enumerate() {
-                if need_real {
-                    specs.push(make_prompt(
-                        engine,
-                        version,
-                        shot_list,
-                        r.state,
-                        r.criterion,
-                        ord,
-                        i,
-                        Variant::Real(k),
-                    )?);
-                }
-                if config.debias == DebiasMode::Calibrate && need_real {
-                    for (s, cf) in CONTENT_FREE.iter().enumerate() {
-                        specs.push(make_prompt(
-                            engine,
-                            version,
-                            shot_list,
-                            cf,
-                            r.criterion,
-                            ord,
-                            i,
-                            Variant::ContentFree(s, k),
-                        )?);
-                    }
-                }
-            }
-            Ok((specs, ords))
-        })
-        .collect::<Result<_>>()?;
-    let mut specs: Vec<PromptSpec> = Vec::new();
-    let mut row_orderings: Vec<Vec<Vec<usize>>> = Vec::with_capacity(rows.len());
-    for (sp, ords) in per_row {
-        specs.extend(sp);
-        row_orderings.push(ords);
-    }
+    // 4. Prompts of every row, done or not (a state too long for the context refused or cut,
+    // as configured). A resumed run walks the same prompt tree as an uninterrupted one and
+    // computes the same units, skipping those with nothing left to read, so the rows it adds
+    // are the rows an uninterrupted run gives, bit for bit.
+    let Planned { specs, row_orderings, pride_sample, cuts } = plan_prompts(engine, eval_set, &config, &prep)?;
     let total_prompt_tokens: usize = specs.iter().map(|s| s.tokens.len()).sum();
     tracing::info!("{} prompts rendered and tokenized in {:.3} s", specs.len(), start.elapsed().as_secs_f64());
+    let done_before: HashSet<usize> = done.keys().copied().collect();
+    let is_done = |pi: usize| done_before.contains(&specs[pi].row);
     // 5. Phase 1: what other rows depend on.
     let mut readings: HashMap<usize, Reading> = HashMap::new();
-    let mut computed = 0usize;
+    let mut computed = resume.as_ref().map_or(0, |r| r.plan.computed_tokens);
     let mut unique = 0usize;
-    let pride_prior: HashMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
-        match serde_json::from_value::<HashMap<usize, Vec<f64>>>(debias_state["prior"].clone()) {
+    // By option count, in order, so the file's `debias_state` is the same from run to run.
+    let pride_prior: BTreeMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
+        // The sample rows (all permutations) first.
+        let idx: Vec<usize> =
+            specs.iter().enumerate().filter(|(_, s)| pride_sample.contains(&s.row)).map(|(i, _)| i).collect();
+        let (c, u) = score_prompts(engine, &config, &specs, &idx, &is_done, &mut readings, &mut |_| Ok(true))?;
+        computed += c;
+        unique += u;
+        match serde_json::from_value::<BTreeMap<usize, Vec<f64>>>(debias_state["prior"].clone()) {
             Ok(p) if !p.is_empty() => p,
             _ => {
-                // Score the sample rows (all permutations) first.
-                let idx: Vec<usize> =
-                    specs.iter().enumerate().filter(|(_, s)| pride_sample.contains(&s.row)).map(|(i, _)| i).collect();
-                let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
-                computed += c;
-                unique += u;
-                let mut by_n: HashMap<usize, Vec<debias::PrideRow>> = HashMap::new();
+                let mut by_n: BTreeMap<usize, Vec<debias::PrideRow>> = BTreeMap::new();
                 for &ri in &pride_sample {
                     let ords = &row_orderings[ri];
                     let probs: Vec<Vec<f64>> = specs
@@ -263,7 +219,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
                         by_n.entry(ords[0].len()).or_default().push((ords.clone(), probs));
                     }
                 }
-                let prior: HashMap<usize, Vec<f64>> =
+                let prior: BTreeMap<usize, Vec<f64>> =
                     by_n.into_iter().map(|(n, s)| (n, debias::pride_prior(&s))).collect();
                 debias_state = serde_json::json!({
                     "prior": prior,
@@ -273,7 +229,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             }
         }
     } else {
-        HashMap::new()
+        BTreeMap::new()
     };
     if config.debias == DebiasMode::Calibrate {
         let idx: Vec<usize> = specs
@@ -282,7 +238,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             .filter(|(_, s)| matches!(s.variant, Variant::ContentFree(..)))
             .map(|(i, _)| i)
             .collect();
-        let (c, u) = score_prompts(engine, &config, &specs, &idx, &mut readings, &mut |_| Ok(true))?;
+        let (c, u) = score_prompts(engine, &config, &specs, &idx, &is_done, &mut readings, &mut |_| Ok(true))?;
         computed += c;
         unique += u;
     }
@@ -290,8 +246,10 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let mut remaining: HashMap<usize, usize> = HashMap::new();
     let mut todo: Vec<usize> = Vec::new();
     for (pi, s) in specs.iter().enumerate() {
-        if matches!(s.variant, Variant::Real(_)) && !readings.contains_key(&pi) {
-            *remaining.entry(s.row).or_default() += 1;
+        if matches!(s.variant, Variant::Real(_)) && !pride_sample.contains(&s.row) {
+            if !is_done(pi) {
+                *remaining.entry(s.row).or_default() += 1;
+            }
             todo.push(pi);
         }
     }
@@ -302,7 +260,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let mut base = ResultBase::new(engine, eval_set, &config, rows, shots, model_load_seconds)?;
     base.eval_set.limit = limit;
     base.eval_set.family = family;
-    let mut last_checkpoint = Instant::now();
+    let mut checkpoints = control.checkpoint.map(|(path, every)| Checkpoints::new(path, every));
     let mut stopped = false;
     {
         let finish = |ri: usize, readings: &HashMap<usize, Reading>, done: &mut BTreeMap<usize, RowRecord>| {
@@ -315,6 +273,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
                 &config,
                 &pride_prior,
                 shots_of(&rows[ri]).1,
+                cuts.get(&ri).copied(),
             );
             done.insert(ri, rec);
         };
@@ -322,6 +281,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             finish(ri, &readings, &mut done);
         }
         let mut on_batch = |read: &[usize], readings: &HashMap<usize, Reading>| -> Result<bool> {
+            let mut finished = false;
             for &pi in read {
                 let ri = specs[pi].row;
                 if let Some(n) = remaining.get_mut(&ri) {
@@ -329,30 +289,30 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
                     if *n == 0 {
                         remaining.remove(&ri);
                         finish(ri, readings, &mut done);
+                        finished = true;
                         (control.progress)(Progress {
                             done: done.len(),
                             total,
                             elapsed_seconds: start.elapsed().as_secs_f64(),
                         });
-                        if let Some((path, every)) = control.checkpoint {
-                            if last_checkpoint.elapsed() >= every {
-                                let mut partial = base.assemble(
-                                    &done,
-                                    Status::Partial,
-                                    &debias_state,
-                                    start,
-                                    computed,
-                                    unique,
-                                    total_prompt_tokens,
-                                    specs.len(),
-                                );
-                                partial.summarize();
-                                partial.write(path)?;
-                                last_checkpoint = Instant::now();
-                            }
-                        }
                     }
                 }
+            }
+            if let Some(cp) = checkpoints.as_mut().filter(|cp| finished && cp.due()) {
+                cp.save(|| {
+                    let mut partial = base.assemble(
+                        &done,
+                        Status::Partial,
+                        &debias_state,
+                        start,
+                        computed,
+                        unique,
+                        total_prompt_tokens,
+                        specs.len(),
+                    );
+                    partial.summarize();
+                    partial
+                })?;
             }
             if control.stop.load(Ordering::Relaxed) {
                 stopped = true;
@@ -361,7 +321,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
             Ok(true)
         };
         let t = Instant::now();
-        let (c, u) = score_prompts_with(engine, &config, &specs, &todo, &mut readings, &mut on_batch)?;
+        let (c, u) = score_prompts_with(engine, &config, &specs, &todo, &is_done, &mut readings, &mut on_batch)?;
         tracing::info!("{c} tokens scored in {:.3} s", t.elapsed().as_secs_f64());
         computed += c;
         unique += u;
@@ -376,6 +336,40 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         }
     }
     Ok(result)
+}
+
+/// How often a running evaluation rewrites its partial result file. The file is rewritten
+/// (atomically: a temporary file, then a rename) after a forward pass that finished at least
+/// one row, once `every` has passed since the last write, and no sooner than 20 times what the
+/// last write took, so that writing costs at most about 5 % of the run however large the file.
+/// A run killed at any moment leaves no file or a valid partial one, holding every row finished
+/// before the last write: with the CLI's one second, a kill loses the pass in flight and at
+/// most a second more.
+struct Checkpoints<'p> {
+    path: &'p Path,
+    every: Duration,
+    last: Instant,
+    cost: Duration,
+}
+
+impl<'p> Checkpoints<'p> {
+    fn new(path: &'p Path, every: Duration) -> Self {
+        Checkpoints { path, every, last: Instant::now(), cost: Duration::ZERO }
+    }
+
+    fn due(&self) -> bool {
+        self.last.elapsed() >= self.every.max(self.cost * 20)
+    }
+
+    /// Build the partial result and write it, timing both.
+    fn save(&mut self, make: impl FnOnce() -> ResultFile) -> Result<()> {
+        let t = Instant::now();
+        make().write(self.path)?;
+        self.cost = t.elapsed();
+        self.last = Instant::now();
+        tracing::debug!(path = %self.path.display(), seconds = self.cost.as_secs_f64(), "checkpoint written");
+        Ok(())
+    }
 }
 
 /// Rows and shots of a run, before any prompt is rendered.
@@ -405,12 +399,13 @@ impl Prepared<'_> {
 fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>> {
     let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let mut rows: Vec<Row<'a>> = Vec::new();
-    for item in &eval_set.items {
+    for (ii, item) in eval_set.items.iter().enumerate() {
         for c in &item.criteria {
             let Some(gold) = c.gold else { continue };
             let id = if item.criteria.len() == 1 { item.id.clone() } else { format!("{}/{}", item.id, c.name) };
             rows.push(Row {
                 id,
+                item: ii,
                 family: item.family.clone(),
                 group_id: item.group_id.clone(),
                 state: &item.state,
@@ -450,46 +445,197 @@ pub struct RenderedPrompt {
 }
 
 /// Every prompt a run with `config` scores, in order (PriDe: the sample rows' permutations
-/// and every other row's one ordering).
+/// and every other row's one ordering), with states fitted to the context as the run fits them.
 pub fn prompt_texts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig) -> Result<Vec<RenderedPrompt>> {
-    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let prep = prepare(eval_set, config)?;
-    let sample = if config.debias == DebiasMode::Pride {
-        debias::pride_sample(prep.rows.len(), config.pride_share, config.pride_seed)
+    let planned = plan_prompts(engine, eval_set, config, &prep)?;
+    Ok(planned
+        .specs
+        .into_iter()
+        .map(|s| {
+            let r = &prep.rows[s.row];
+            let id = match s.variant {
+                Variant::Real(k) => format!("{}#{k}", r.id),
+                Variant::ContentFree(si, k) => format!("{}#{k}#cf{si}", r.id),
+            };
+            let letters = LETTERS[..r.criterion.options.len()].iter().map(|l| l.to_string()).collect();
+            RenderedPrompt { id, prompt: s.text, letters }
+        })
+        .collect())
+}
+
+/// Every prompt of a run's rows, rendered and tokenized.
+struct Planned {
+    specs: Vec<PromptSpec>,
+    /// The orderings of every row (done or not).
+    row_orderings: Vec<Vec<Vec<usize>>>,
+    /// PriDe's sample rows (scored in every permutation).
+    pride_sample: Vec<usize>,
+    /// Rows whose state was cut from the middle: how many tokens their longest prompt lost.
+    cuts: HashMap<usize, usize>,
+}
+
+/// Render and tokenize the prompts of every row, an item's rows together (they share its
+/// state), in the order the run has always used: per row, per ordering, the real prompt, then
+/// its content-free calibration prompts. An item whose longest prompt does not fit the model's
+/// context is refused, naming it and the token counts, or (with [`Truncate::Middle`]) has its
+/// state cut from the middle until every prompt fits.
+fn plan_prompts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig, prep: &Prepared<'_>) -> Result<Planned> {
+    let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
+    let rows = &prep.rows;
+    let pride_sample: Vec<usize> = if config.debias == DebiasMode::Pride {
+        debias::pride_sample(rows.len(), config.pride_share, config.pride_seed)
     } else {
         vec![]
     };
-    let mut out = Vec::new();
-    for (i, r) in prep.rows.iter().enumerate() {
-        let mode = match config.debias {
-            DebiasMode::Pride if sample.contains(&i) => DebiasMode::Permutation,
-            DebiasMode::Pride => DebiasMode::None,
-            m => m,
+    let row_orderings = (0..rows.len())
+        .map(|i| {
+            let mode = match config.debias {
+                DebiasMode::Pride if pride_sample.contains(&i) => DebiasMode::Permutation,
+                DebiasMode::Pride => DebiasMode::None,
+                m => m,
+            };
+            debias::orderings(mode, rows[i].criterion.options.len())
+                .map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let context = engine.info().config.context_length;
+    let reserved = if config.mode == Mode::Generate { config.max_new_tokens } else { 0 };
+    let budget = context.saturating_sub(reserved);
+    // A prompt rendered and tokenized, before its letters are checked.
+    struct Draft {
+        row: usize,
+        k: usize,
+        text: String,
+        tokens: Vec<u32>,
+    }
+    let draft = |ri: usize, k: usize, state: &str| -> Result<Draft> {
+        let r = &rows[ri];
+        let user = prompt::user_turn_in(version, state, r.criterion, &row_orderings[ri][k]);
+        let text = engine.template().render(&prompt::messages(prep.shots_for(r, config.shots).0, user))?;
+        let tokens = engine.tokenizer().encode(&text)?;
+        Ok(Draft { row: ri, k, text, tokens })
+    };
+    let longest = |d: &[Draft]| d.iter().map(|d| (d.tokens.len(), d.row, d.k)).max().unwrap_or_default();
+    let too_long = |ri: usize, k: usize, prompt_tokens: usize, cut_tried: bool| -> Result<Error> {
+        let r = &rows[ri];
+        let item = &eval_set.items[r.item];
+        let mut what = format!("{}: item `{}`", eval_set.path.display(), item.id);
+        if item.criteria.len() > 1 {
+            what.push_str(&format!(", criterion `{}`", r.criterion.name));
+        }
+        let without = draft(ri, k, "")?.tokens.len();
+        let advice = if cut_tried || without > budget {
+            format!(
+                "without its state the prompt (system turn, shots, question and options) is still {without} tokens, so cutting the state cannot make it fit: use fewer --shots, shorter questions, or a model with a longer context"
+            )
+        } else {
+            "shorten the state, or pass --truncate-middle to cut it from the middle (its head and tail are kept)".into()
         };
-        let ords = debias::orderings(mode, r.criterion.options.len())
-            .map_err(|reason| Error::BadFile { path: eval_set.path.clone(), reason })?;
-        let (shots, _) = prep.shots_for(r, config.shots);
-        let letters: Vec<String> = LETTERS[..r.criterion.options.len()].iter().map(|s| s.to_string()).collect();
-        for (k, ord) in ords.iter().enumerate() {
-            let text = engine
-                .template()
-                .render(&prompt::messages(shots, prompt::user_turn_in(version, r.state, r.criterion, ord)))?;
-            out.push(RenderedPrompt { id: format!("{}#{k}", r.id), prompt: text, letters: letters.clone() });
+        Ok(Error::PromptTooLong {
+            what,
+            part: "state",
+            prompt_tokens,
+            state_tokens: prompt_tokens.saturating_sub(without),
+            budget,
+            reserved: if reserved > 0 {
+                format!(" ({context} less {reserved} kept for the generated reply)")
+            } else {
+                String::new()
+            },
+            advice,
+        })
+    };
+    // An item's rows at a time (they share its state), the items on all cores (on a GPU this
+    // is a good part of the run), then in row order.
+    let mut items: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let end = (start..rows.len()).find(|&j| rows[j].item != rows[start].item).unwrap_or(rows.len());
+        items.push(start..end);
+        start = end;
+    }
+    let plan_item = |item: std::ops::Range<usize>| -> Result<(Vec<PromptSpec>, Vec<(usize, usize)>)> {
+        let mut specs: Vec<PromptSpec> = Vec::new();
+        let mut cuts: Vec<(usize, usize)> = Vec::new();
+        let group: Vec<usize> = item.collect();
+        let Some(&first) = group.first() else { return Ok((specs, cuts)) };
+        let state = rows[first].state;
+        let keys: Vec<(usize, usize)> =
+            group.iter().flat_map(|&ri| (0..row_orderings[ri].len()).map(move |k| (ri, k))).collect();
+        let drafts_of = |state: &str| keys.iter().map(|&(ri, k)| draft(ri, k, state)).collect::<Result<Vec<_>>>();
+        let mut drafts = drafts_of(state)?;
+        let (tokens, ri, k) = longest(&drafts);
+        if tokens > budget {
+            if config.truncate == Truncate::None {
+                return Err(too_long(ri, k, tokens, false)?);
+            }
+            // Cut against the longest prompt; should another prompt of the item still not fit
+            // (its tokens merge differently at the cut), cut against all of them.
+            let fit_with = |len: &mut dyn FnMut(&str) -> Result<usize>| -> Result<Option<Vec<Draft>>> {
+                match fit_middle(state, budget, len)? {
+                    Some(f) => drafts_of(&f).map(|d| (longest(&d).0 <= budget).then_some(d)),
+                    None => Ok(None),
+                }
+            };
+            let mut fitted = fit_with(&mut |s| Ok(draft(ri, k, s)?.tokens.len()))?;
+            if fitted.is_none() {
+                fitted =
+                    fit_with(&mut |s| keys.iter().try_fold(0, |m, &(ri, k)| Ok(draft(ri, k, s)?.tokens.len().max(m))))?;
+            }
+            let Some(fitted) = fitted else { return Err(too_long(ri, k, tokens, true)?) };
+            for &ri in &group {
+                let max_of = |d: &[Draft]| d.iter().filter(|d| d.row == ri).map(|d| d.tokens.len()).max().unwrap_or(0);
+                cuts.push((ri, max_of(&drafts).saturating_sub(max_of(&fitted))));
+            }
+            drafts = fitted;
+        }
+        // Per row, per ordering: the real prompt, then its content-free calibration prompts.
+        for d in drafts {
+            let r = &rows[d.row];
+            let letters = engine.answer_tokens(&d.text, &d.tokens, r.criterion.options.len())?;
+            let sha = crate::hash::sha256_bytes(d.text.as_bytes());
+            specs.push(PromptSpec {
+                row: d.row,
+                variant: Variant::Real(d.k),
+                text: d.text,
+                tokens: d.tokens,
+                letters,
+                sha,
+            });
             if config.debias == DebiasMode::Calibrate {
+                let shot_list = prep.shots_for(r, config.shots).0;
+                let ord = &row_orderings[d.row][d.k];
                 for (si, cf) in CONTENT_FREE.iter().enumerate() {
-                    let text = engine
-                        .template()
-                        .render(&prompt::messages(shots, prompt::user_turn_in(version, cf, r.criterion, ord)))?;
-                    out.push(RenderedPrompt {
-                        id: format!("{}#{k}#cf{si}", r.id),
-                        prompt: text,
-                        letters: letters.clone(),
-                    });
+                    let spec = make_prompt(
+                        engine,
+                        version,
+                        shot_list,
+                        cf,
+                        r.criterion,
+                        ord,
+                        d.row,
+                        Variant::ContentFree(si, d.k),
+                    )?;
+                    if spec.tokens.len() > budget {
+                        return Err(too_long(d.row, d.k, spec.tokens.len(), true)?);
+                    }
+                    specs.push(spec);
                 }
             }
         }
+        Ok((specs, cuts))
+    };
+    let planned: Vec<Result<(Vec<PromptSpec>, Vec<(usize, usize)>)>> = items.into_par_iter().map(plan_item).collect();
+    let mut specs: Vec<PromptSpec> = Vec::new();
+    let mut cuts: HashMap<usize, usize> = HashMap::new();
+    // The first item's error, in order, whatever core found it first.
+    for p in planned {
+        let (s, c) = p?;
+        specs.extend(s);
+        cuts.extend(c);
     }
-    Ok(out)
+    Ok(Planned { specs, row_orderings, pride_sample, cuts })
 }
 
 /// The parts of a result file fixed before scoring.
@@ -573,7 +719,13 @@ impl ResultBase {
             config: self.config.clone(),
             shots: self.shots.clone(),
             debias_state: debias_state.clone(),
-            plan: PlanRecord { prompts, prompt_tokens, unique_tokens: unique, computed_tokens: computed },
+            plan: PlanRecord {
+                prompts,
+                prompt_tokens,
+                unique_tokens: unique,
+                computed_tokens: computed,
+                truncated_rows: done.values().filter(|r| r.truncated_tokens.is_some()).count(),
+            },
             metrics: None,
             timing: Timing {
                 wall_seconds: wall,
@@ -600,7 +752,8 @@ fn make_prompt(
     let text = engine.template().render(&prompt::messages(shots, prompt::user_turn_in(version, state, c, ord)))?;
     let tokens = engine.tokenizer().encode(&text)?;
     let letters = engine.answer_tokens(&text, &tokens, c.options.len())?;
-    Ok(PromptSpec { row, variant, tokens, letters, sha: crate::hash::sha256_bytes(text.as_bytes()) })
+    let sha = crate::hash::sha256_bytes(text.as_bytes());
+    Ok(PromptSpec { row, variant, text, tokens, letters, sha })
 }
 
 /// Seeded choice of `k` shot rows from distinct groups, and an alternate set from other groups.
@@ -642,42 +795,52 @@ fn choose_shots(rows: &[Row<'_>], k: usize, seed: u64, path: &Path) -> Result<(V
 
 type BatchFn<'a> = dyn FnMut(&[usize], &HashMap<usize, Reading>) -> Result<bool> + 'a;
 
+#[allow(clippy::too_many_arguments)]
 fn score_prompts(
     engine: &Engine,
     config: &RunConfig,
     specs: &[PromptSpec],
     idx: &[usize],
+    done: &dyn Fn(usize) -> bool,
     readings: &mut HashMap<usize, Reading>,
     on_batch: &mut dyn FnMut(&[usize]) -> Result<bool>,
 ) -> Result<(usize, usize)> {
     let mut f = |read: &[usize], _: &HashMap<usize, Reading>| on_batch(read);
-    score_prompts_with(engine, config, specs, idx, readings, &mut f)
+    score_prompts_with(engine, config, specs, idx, done, readings, &mut f)
 }
 
-/// Score the prompts `idx` as one tree. Returns (tokens computed, unique tokens of the tree).
+/// Score the prompts `idx` as one tree, reading every one that is not `done` (already in a
+/// partial result). The tree is built from all of `idx`, done or not, and every unit with
+/// something left to read is computed whole, as an uninterrupted run computes it; units with
+/// nothing left are skipped. Returns (tokens computed, unique tokens of the tree).
+#[allow(clippy::too_many_arguments)]
 fn score_prompts_with(
     engine: &Engine,
     config: &RunConfig,
     specs: &[PromptSpec],
     idx: &[usize],
+    done: &dyn Fn(usize) -> bool,
     readings: &mut HashMap<usize, Reading>,
     on_batch: &mut BatchFn<'_>,
 ) -> Result<(usize, usize)> {
-    if idx.is_empty() {
+    if idx.iter().all(|&pi| done(pi)) {
         return Ok((0, 0));
     }
     let seqs: Vec<&[u32]> = idx.iter().map(|&i| specs[i].tokens.as_slice()).collect();
-    let tree = build_trie(&seqs);
-    let unique = tree.unique_tokens();
-    let mut ctx = Exec { engine, config, specs, idx, seqs: &seqs, readings, on_batch, computed: 0 };
-    if config.mode == Mode::Readout && !config.levers.prefix_tree {
+    let tree = if config.mode == Mode::Readout && !config.levers.prefix_tree {
         // Lever off: every prompt from scratch, nothing shared.
         let flat: Vec<TrieNode> = (0..seqs.len())
             .map(|i| TrieNode { rep: i, start: 0, end: seqs[i].len(), children: vec![], prompts: vec![i] })
             .collect();
-        let root = TrieNode { rep: 0, start: 0, end: 0, children: flat, prompts: vec![] };
-        ctx.walk(&root)?;
-    } else if tree.is_leaf() {
+        TrieNode { rep: 0, start: 0, end: 0, children: flat, prompts: vec![] }
+    } else {
+        build_trie(&seqs)
+    };
+    let unique = tree.unique_tokens();
+    let mut wanted = HashSet::new();
+    mark_wanted(&tree, &|p| !done(idx[p]), &mut wanted);
+    let mut ctx = Exec { engine, config, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0 };
+    if tree.is_leaf() {
         ctx.read_leaves(&Prefix::empty(), &[&tree])?;
     } else if config.mode == Mode::Readout {
         ctx.walk(&tree)?;
@@ -687,12 +850,26 @@ fn score_prompts_with(
     Ok((ctx.computed, unique))
 }
 
+/// Collect the nodes with a prompt left to read at or below them. Returns whether `n` is one.
+fn mark_wanted(n: &TrieNode, want: &dyn Fn(usize) -> bool, out: &mut HashSet<*const TrieNode>) -> bool {
+    let mut any = n.prompts.iter().any(|&p| want(p));
+    for c in &n.children {
+        any |= mark_wanted(c, want, out);
+    }
+    if any {
+        out.insert(n as *const TrieNode);
+    }
+    any
+}
+
 struct Exec<'a, 'b> {
     engine: &'a Engine,
     config: &'a RunConfig,
     specs: &'a [PromptSpec],
     idx: &'a [usize],
     seqs: &'a [&'a [u32]],
+    /// Nodes with a prompt left to read at or below them (see `mark_wanted`).
+    wanted: HashSet<*const TrieNode>,
     readings: &'a mut HashMap<usize, Reading>,
     on_batch: &'a mut BatchFn<'b>,
     computed: usize,
@@ -708,6 +885,11 @@ impl Exec<'_, '_> {
     /// Cache policy: the pending units form the frontier of the depth-first walk; each holds its
     /// parent's prefix, whose chunks are shared with its siblings, so memory is the keys and
     /// values of the current path plus one stem per pending unit. Nothing else is kept.
+    ///
+    /// A unit's numbers depend only on the unit (attention runs per unit; the matmuls sum each
+    /// output in an order fixed by the weights' shape), not on which units share its pass, so
+    /// skipping the units with nothing left to read (a resumed run) changes no other unit's bits.
+    /// `on_batch` is called after every pass, and after every chunk of a large unit's leaves.
     fn walk(&mut self, root: &TrieNode) -> Result<bool> {
         let budget = if self.config.levers.batched_suffixes { self.config.levers.pass_tokens } else { 0 };
         let mut stack: Vec<(&TrieNode, Prefix)> = vec![(root, Prefix::empty())];
@@ -724,43 +906,52 @@ impl Exec<'_, '_> {
                     batch.push(item);
                 }
             }
-            let outs: Vec<(Prefix, Vec<crate::engine::Readout>)> =
-                if batch.len() == 1 && (total > budget || !self.config.levers.batched_suffixes) {
-                    // One unit alone: its stem in chunks, then its leaves (one pass each when
-                    // batching is off).
-                    let (n, parent) = &batch[0];
-                    let prefix = self.engine.extend(parent, &self.seqs[n.rep][n.start..n.end])?;
-                    let leaves = self.leaf_suffixes(n);
-                    let mut read = Vec::with_capacity(leaves.len());
-                    if self.config.levers.batched_suffixes {
-                        read = self.engine.read_with(&prefix, &leaves, self.head())?;
-                    } else {
-                        for l in &leaves {
-                            read.extend(self.engine.read_with(&prefix, std::slice::from_ref(l), self.head())?);
-                        }
+            if batch.len() == 1 && (total > budget || !self.config.levers.batched_suffixes) {
+                // One unit alone: its stem in chunks, then its leaves in passes of their own,
+                // each followed by `on_batch` (so the rows of a large unit finish as they are read).
+                let (n, parent) = &batch[0];
+                let prefix = self.engine.extend(parent, &self.seqs[n.rep][n.start..n.end])?;
+                self.computed += n.end - n.start;
+                let leaves: Vec<&TrieNode> = n.children.iter().filter(|c| c.is_leaf()).collect();
+                for chunk in self.leaf_chunks(&leaves) {
+                    if !chunk.iter().any(|l| self.is_wanted(l)) {
+                        continue;
                     }
-                    vec![(prefix, read)]
-                } else {
-                    let units: Vec<Unit<'_>> = batch
-                        .iter()
-                        .map(|(n, parent)| Unit {
-                            parent,
-                            stem: &self.seqs[n.rep][n.start..n.end],
-                            leaves: self.leaf_suffixes(n),
-                        })
-                        .collect();
-                    self.engine.pass_with(&units, self.head())?.into_iter().map(|o| (o.prefix, o.readouts)).collect()
-                };
+                    let suffixes: Vec<Suffix<'_>> = chunk.iter().map(|l| self.leaf_suffix(l)).collect();
+                    let read = self.engine.read_with(&prefix, &suffixes, self.head())?;
+                    self.computed += chunk.iter().map(|l| l.end - l.start).sum::<usize>();
+                    let mut read_now: Vec<usize> = Vec::new();
+                    for (l, r) in chunk.iter().zip(read) {
+                        self.record(l, &r, &mut read_now);
+                    }
+                    if !(self.on_batch)(&read_now, self.readings)? {
+                        return Ok(false);
+                    }
+                }
+                let inner = n.children.iter().filter(|c| !c.is_leaf() && self.is_wanted(c));
+                let next: Vec<(&TrieNode, Prefix)> = inner.map(|c| (c, prefix.clone())).collect();
+                stack.extend(next.into_iter().rev());
+                continue;
+            }
+            let units: Vec<Unit<'_>> = batch
+                .iter()
+                .map(|(n, parent)| Unit {
+                    parent,
+                    stem: &self.seqs[n.rep][n.start..n.end],
+                    leaves: self.leaf_suffixes(n),
+                })
+                .collect();
+            let outs = self.engine.pass_with(&units, self.head())?;
             self.computed += total;
             let mut read_now: Vec<usize> = Vec::new();
             let mut next: Vec<(&TrieNode, Prefix)> = Vec::new();
-            for ((n, _), (prefix, readouts)) in batch.iter().zip(outs) {
+            for ((n, _), out) in batch.iter().zip(outs) {
                 let leaves = n.children.iter().filter(|c| c.is_leaf());
-                for (l, r) in leaves.zip(readouts) {
-                    self.record(l, &r, &mut read_now);
+                for (l, r) in leaves.zip(&out.readouts) {
+                    self.record(l, r, &mut read_now);
                 }
-                for c in n.children.iter().filter(|c| !c.is_leaf()) {
-                    next.push((c, prefix.clone()));
+                for c in n.children.iter().filter(|c| !c.is_leaf() && self.is_wanted(c)) {
+                    next.push((c, out.prefix.clone()));
                 }
             }
             // Pushed in reverse so the first child is taken first.
@@ -770,6 +961,33 @@ impl Exec<'_, '_> {
             }
         }
         Ok(true)
+    }
+
+    /// Whether a node has a prompt left to read at or below it.
+    fn is_wanted(&self, n: &TrieNode) -> bool {
+        self.wanted.contains(&(n as *const TrieNode))
+    }
+
+    /// A large unit's leaves in the passes `Engine::read_with` makes of them (as many as fit in
+    /// the engine's pass; one each with batching off), so that each chunk is one pass of its own.
+    fn leaf_chunks<'n>(&self, leaves: &[&'n TrieNode]) -> Vec<Vec<&'n TrieNode>> {
+        let max = if self.config.levers.batched_suffixes { self.engine.pass_tokens() } else { 0 };
+        let mut chunks: Vec<Vec<&TrieNode>> = Vec::new();
+        let mut total = 0;
+        for &l in leaves {
+            let len = l.end - l.start;
+            match chunks.last_mut() {
+                Some(c) if total + len <= max => {
+                    c.push(l);
+                    total += len;
+                }
+                _ => {
+                    chunks.push(vec![l]);
+                    total = len;
+                }
+            }
+        }
+        chunks
     }
 
     /// The head settings of this run's levers.
@@ -791,8 +1009,12 @@ impl Exec<'_, '_> {
         Suffix { tokens: &self.seqs[l.rep][l.start..l.end], read: &self.specs[self.idx[l.prompts[0]]].letters }
     }
 
-    /// Store a leaf's readout for every prompt that ends at it (identical prompts share a leaf).
+    /// Store a leaf's readout for every prompt that ends at it (identical prompts share a leaf),
+    /// unless the leaf was read again only because its unit had other leaves left to read.
     fn record(&mut self, l: &TrieNode, r: &crate::engine::Readout, read_now: &mut Vec<usize>) {
+        if !self.is_wanted(l) {
+            return;
+        }
         for &p in &l.prompts {
             let pi = self.idx[p];
             self.readings.insert(pi, Reading { logits: r.logits.clone(), mass: r.letter_mass, ..Default::default() });
@@ -803,6 +1025,9 @@ impl Exec<'_, '_> {
     /// Compute a node's tokens, read its leaves in one batch, recurse into the rest.
     /// Returns false when the caller asked to stop.
     fn node(&mut self, node: &TrieNode, parent: &Prefix) -> Result<bool> {
+        if !self.is_wanted(node) {
+            return Ok(true);
+        }
         let tokens = &self.seqs[node.rep][node.start..node.end];
         let prefix = self.engine.extend(parent, tokens)?;
         self.computed += tokens.len();
@@ -818,32 +1043,44 @@ impl Exec<'_, '_> {
         Ok(true)
     }
 
+    /// Read leaves on their prefix: the readout in one `read_with`, generation one leaf at a
+    /// time (each leaf its own decode, `on_batch` after each). Leaves with nothing left to read
+    /// are skipped. Returns false when the caller asked to stop.
     fn read_leaves(&mut self, prefix: &Prefix, leaves: &[&TrieNode]) -> Result<bool> {
-        let mut read_now: Vec<usize> = Vec::new();
         match self.config.mode {
             Mode::Readout => {
+                if !leaves.iter().any(|l| self.is_wanted(l)) {
+                    return Ok(true);
+                }
+                let mut read_now: Vec<usize> = Vec::new();
                 self.computed += leaves.iter().map(|l| l.end - l.start).sum::<usize>();
                 let suffixes: Vec<Suffix<'_>> = leaves.iter().map(|l| self.leaf_suffix(l)).collect();
                 let out = self.engine.read_with(prefix, &suffixes, self.head())?;
                 for (l, r) in leaves.iter().zip(out) {
                     self.record(l, &r, &mut read_now);
                 }
+                (self.on_batch)(&read_now, self.readings)
             }
             Mode::Generate => {
-                for l in leaves {
+                let wanted: Vec<&TrieNode> = leaves.iter().copied().filter(|l| self.is_wanted(l)).collect();
+                for l in wanted {
                     let tokens = &self.seqs[l.rep][l.start..l.end];
                     let letters = &self.specs[self.idx[l.prompts[0]]].letters;
                     let (reading, steps) = self.generate(prefix, tokens, letters.len())?;
                     self.computed += tokens.len() + steps;
+                    let mut read_now: Vec<usize> = Vec::new();
                     for &p in &l.prompts {
                         let pi = self.idx[p];
                         self.readings.insert(pi, reading.clone());
                         read_now.push(pi);
                     }
+                    if !(self.on_batch)(&read_now, self.readings)? {
+                        return Ok(false);
+                    }
                 }
+                Ok(true)
             }
         }
-        (self.on_batch)(&read_now, self.readings)
     }
 
     /// Greedy decoding of up to `max_new_tokens`; the first standalone valid letter is the answer.
@@ -901,8 +1138,9 @@ fn finish_row(
     specs: &[PromptSpec],
     readings: &HashMap<usize, Reading>,
     config: &RunConfig,
-    pride_prior: &HashMap<usize, Vec<f64>>,
+    pride_prior: &BTreeMap<usize, Vec<f64>>,
     shot_ids: Vec<String>,
+    truncated_tokens: Option<usize>,
 ) -> RowRecord {
     let n = r.criterion.options.len();
     let mine: Vec<(usize, &PromptSpec)> = specs.iter().enumerate().filter(|(_, s)| s.row == ri).collect();
@@ -971,5 +1209,6 @@ fn finish_row(
         order_unstable: debias::order_unstable(&option_probs),
         probs,
         predicted,
+        truncated_tokens,
     }
 }

@@ -25,6 +25,7 @@ pub fn run(a: PromptsArgs) -> Result<i32> {
     let engine = a.model.load()?;
     let mut config = default_config(Mode::Readout, sel.shots, sel.debias);
     config.shot_seed = sel.shot_seed;
+    config.truncate = sel.truncate();
     let mut out = std::io::stdout().lock();
     for p in prompt_texts(&engine, &set, &config)? {
         writeln!(out, "{}", serde_json::to_string(&p)?)?;

@@ -1,7 +1,7 @@
 //! `readout run EVALSET`: evaluate a model on a labelled eval set and write a result file.
 
 use super::{ModelArgs, SelectArgs};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::results::{default_name, ResultFile, Status};
@@ -73,6 +73,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut config = default_config(a.mode, sel.shots, sel.debias);
     config.shot_seed = sel.shot_seed;
+    config.truncate = sel.truncate();
     config.prompt_version = a.prompt.as_str().to_string();
     config.levers.prune_head = a.prune_head;
     config.levers.prefix_tree = !a.no_prefix_tree;
@@ -84,7 +85,11 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         Some(p) => {
             let r = ResultFile::load(p)?;
             if r.status == Status::Complete {
-                bail!("{} is already complete; nothing to resume", p.display());
+                return Err(readout::Error::Config(format!(
+                    "{} is already complete; nothing to resume (run again with --out and --force to redo it)",
+                    p.display()
+                ))
+                .into());
             }
             config = r.config.clone();
             Some(r)
@@ -100,10 +105,11 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         }
     };
     if a.resume.is_none() && out.exists() && !a.force {
-        bail!(
-            "{} exists; pass --force to overwrite it, --out to write elsewhere, or --resume to complete it",
+        return Err(readout::Error::Config(format!(
+            "{} exists and is kept; pass --force to overwrite it, --out to write elsewhere, or --resume to complete a partial file",
             out.display()
-        );
+        ))
+        .into());
     }
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -125,7 +131,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         bar.set_position(p.done as u64);
     };
     let mut control =
-        Control { progress: &mut progress, stop: &stop, checkpoint: Some((&out, Duration::from_secs(10))) };
+        Control { progress: &mut progress, stop: &stop, checkpoint: Some((&out, Duration::from_secs(1))) };
     let result = run(
         RunInput {
             engine: &engine,
