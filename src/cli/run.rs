@@ -91,6 +91,17 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
                 ))
                 .into());
             }
+            // The matmul kernels are chosen when the model loads: resuming with others would
+            // mix two kernels' numbers in one file.
+            if r.config.levers.matmul != config.levers.matmul {
+                return Err(readout::Error::Config(format!(
+                    "{} was run with --matmul {}; resume it with --matmul {}",
+                    p.display(),
+                    r.config.levers.matmul,
+                    r.config.levers.matmul
+                ))
+                .into());
+            }
             config = r.config.clone();
             Some(r)
         }
