@@ -51,7 +51,10 @@ impl InplaceOp2 for MaskedSoftmax {
         let scale = self.scale;
         att.par_chunks_mut(t).enumerate().with_min_len(8).for_each(|(r, d)| {
             let m = &mask[(r % n) * t..(r % n + 1) * t];
-            row(d, m, scale)
+            on_widest_simd(
+                #[inline(always)]
+                || row_portable(d, m, scale),
+            )
         });
         Ok(())
     }
@@ -85,36 +88,14 @@ impl InplaceOp2 for SwiGlu {
             candle_core::bail!("swiglu: gate {:?} and up {:?} differ", l1.dims(), l2.dims());
         }
         let width = l1.dims().last().copied().unwrap_or(1).max(1);
-        gate.par_chunks_mut(width).zip(up.par_chunks(width)).with_min_len(4).for_each(|(g, u)| swiglu_row(g, u));
+        gate.par_chunks_mut(width).zip(up.par_chunks(width)).with_min_len(4).for_each(|(g, u)| {
+            on_widest_simd(
+                #[inline(always)]
+                || swiglu_portable(g, u),
+            )
+        });
         Ok(())
     }
-}
-
-fn swiglu_row(g: &mut [f32], u: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
-            return unsafe { swiglu_avx512(g, u) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-            return unsafe { swiglu_avx2(g, u) };
-        }
-    }
-    swiglu_portable(g, u)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn swiglu_avx512(g: &mut [f32], u: &[f32]) {
-    swiglu_portable(g, u)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn swiglu_avx2(g: &mut [f32], u: &[f32]) {
-    swiglu_portable(g, u)
 }
 
 #[inline(always)]
@@ -127,32 +108,35 @@ fn swiglu_portable(g: &mut [f32], u: &[f32]) {
     }
 }
 
-/// One row, with the widest vector unit this CPU has.
-fn row(d: &mut [f32], m: &[f32], scale: f32) {
+/// Runs `f` compiled for the widest vector unit this CPU has (AVX-512, else AVX2 with FMA, else
+/// the target's baseline). `f` and what it calls with `#[inline(always)]` are inlined into the
+/// feature-enabled function, so their loops are vectorised for it.
+#[inline(always)]
+fn on_widest_simd<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU supports AVX-512F (checked just above).
-            return unsafe { row_avx512(d, m, scale) };
+            return unsafe { on_avx512(f) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-            return unsafe { row_avx2(d, m, scale) };
+            return unsafe { on_avx2(f) };
         }
     }
-    row_portable(d, m, scale)
+    f()
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn row_avx512(d: &mut [f32], m: &[f32], scale: f32) {
-    row_portable(d, m, scale)
+unsafe fn on_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn row_avx2(d: &mut [f32], m: &[f32], scale: f32) {
-    row_portable(d, m, scale)
+unsafe fn on_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 /// Lanes of the partial max and sum: wide enough for AVX-512, and a fixed order of additions

@@ -391,10 +391,7 @@ impl Engine {
                 tokens.extend_from_slice(&seg_tokens[i]);
                 parts.push((u.stem.len(), u.leaves.iter().map(|l| l.tokens.len()).collect::<Vec<_>>()));
             }
-            let mask = match parts.as_slice() {
-                [(stem, lens)] => Transformer::stem_tree_mask(base, *stem, lens, self.device())?,
-                _ => grouped_tree_mask(base, &parts, self.device())?,
-            };
+            let mask = Transformer::grouped_tree_mask(base, &parts, self.device())?;
             offset += tokens.len();
             segs.push(model::Segment { past: units[group[0]].parent, tokens, positions, mask });
         }
@@ -527,41 +524,6 @@ fn group_units_default(device: &Device) -> Result<bool> {
     }
 }
 
-/// The additive mask of several units computed on one parent of `past` tokens, their tokens one
-/// after the other: each unit's rows see the parent and, among the new tokens, only their own
-/// unit's, as `Transformer::stem_tree_mask` lays them out. `parts` holds each unit's stem length
-/// and leaf lengths.
-pub(crate) fn grouped_tree_mask(
-    past: usize,
-    parts: &[(usize, Vec<usize>)],
-    device: &Device,
-) -> candle_core::Result<Tensor> {
-    let s: usize = parts.iter().map(|(stem, lens)| stem + lens.iter().sum::<usize>()).sum();
-    let t = past + s;
-    let mut m = vec![f32::NEG_INFINITY; s * t];
-    let mut off = 0;
-    for (stem, lens) in parts {
-        let own = past + off; // this unit's first column
-        for i in 0..*stem {
-            let row = (off + i) * t;
-            m[row..row + past].fill(0.0);
-            m[row + own..row + own + i + 1].fill(0.0);
-        }
-        let mut start = *stem;
-        for &g in lens {
-            for i in 0..g {
-                let row = (off + start + i) * t;
-                m[row..row + past].fill(0.0);
-                m[row + own..row + own + stem].fill(0.0);
-                m[row + own + start..row + own + start + i + 1].fill(0.0);
-            }
-            start += g;
-        }
-        off += start;
-    }
-    Tensor::from_vec(m, (s, t), device)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,7 +534,7 @@ mod tests {
             let a: Vec<Vec<f32>> =
                 Transformer::stem_tree_mask(past, stem, &lens, &Device::Cpu).unwrap().to_vec2().unwrap();
             let b: Vec<Vec<f32>> =
-                grouped_tree_mask(past, &[(stem, lens.clone())], &Device::Cpu).unwrap().to_vec2().unwrap();
+                Transformer::grouped_tree_mask(past, &[(stem, lens.clone())], &Device::Cpu).unwrap().to_vec2().unwrap();
             assert_eq!(a, b);
         }
     }
@@ -580,8 +542,10 @@ mod tests {
     #[test]
     fn grouped_units_see_the_parent_and_only_their_own_tokens() {
         // past 1; unit one: stem 1, a leaf of 1; unit two: no stem, leaves of 1 and 1.
-        let m: Vec<Vec<f32>> =
-            grouped_tree_mask(1, &[(1, vec![1]), (0, vec![1, 1])], &Device::Cpu).unwrap().to_vec2().unwrap();
+        let m: Vec<Vec<f32>> = Transformer::grouped_tree_mask(1, &[(1, vec![1]), (0, vec![1, 1])], &Device::Cpu)
+            .unwrap()
+            .to_vec2()
+            .unwrap();
         let seen = |r: usize| m[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
         assert_eq!(seen(0), vec![1, 1, 0, 0, 0]);
         assert_eq!(seen(1), vec![1, 1, 1, 0, 0]);

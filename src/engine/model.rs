@@ -273,27 +273,48 @@ impl Transformer {
 
     /// Additive mask for a stem of `stem` tokens followed by `groups` of leaf tokens, over a
     /// prefix of `past` tokens: stem tokens see the prefix and the earlier stem tokens; a leaf
-    /// token sees the prefix, the whole stem and the earlier tokens of its own group.
+    /// token sees the prefix, the whole stem and the earlier tokens of its own group. It is
+    /// [`Transformer::grouped_tree_mask`] of one unit.
     pub(crate) fn stem_tree_mask(
         past: usize,
         stem: usize,
         groups: &[usize],
         device: &Device,
     ) -> candle_core::Result<Tensor> {
-        let s: usize = stem + groups.iter().sum::<usize>();
+        Self::grouped_tree_mask(past, &[(stem, groups.to_vec())], device)
+    }
+
+    /// The additive mask of several units computed on one parent of `past` tokens, their tokens
+    /// one after the other: each unit's rows see the parent and, among the new tokens, only their
+    /// own unit's, laid out as in [`Transformer::stem_tree_mask`]. `parts` holds each unit's stem
+    /// length and leaf lengths.
+    pub(crate) fn grouped_tree_mask(
+        past: usize,
+        parts: &[(usize, Vec<usize>)],
+        device: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let s: usize = parts.iter().map(|(stem, lens)| stem + lens.iter().sum::<usize>()).sum();
         let t = past + s;
         let mut m = vec![f32::NEG_INFINITY; s * t];
-        for i in 0..stem {
-            m[i * t..i * t + past + i + 1].fill(0.0);
-        }
-        let mut start = stem;
-        for &g in groups {
-            for i in 0..g {
-                let row = (start + i) * t;
-                m[row..row + past + stem].fill(0.0);
-                m[row + past + start..row + past + start + i + 1].fill(0.0);
+        let mut off = 0;
+        for (stem, lens) in parts {
+            let own = past + off; // this unit's first column
+            for i in 0..*stem {
+                let row = (off + i) * t;
+                m[row..row + past].fill(0.0);
+                m[row + own..row + own + i + 1].fill(0.0);
             }
-            start += g;
+            let mut start = *stem;
+            for &g in lens {
+                for i in 0..g {
+                    let row = (off + start + i) * t;
+                    m[row..row + past].fill(0.0);
+                    m[row + own..row + own + stem].fill(0.0);
+                    m[row + own + start..row + own + start + i + 1].fill(0.0);
+                }
+                start += g;
+            }
+            off += start;
         }
         Tensor::from_vec(m, (s, t), device)
     }
