@@ -475,6 +475,9 @@ struct Planned {
     cuts: HashMap<usize, usize>,
 }
 
+/// One item's prompt specs, and the (row, tokens cut) of each state cut from the middle.
+type PlannedItem = (Vec<PromptSpec>, Vec<(usize, usize)>);
+
 /// Render and tokenize the prompts of every row, an item's rows together (they share its
 /// state), in the order the run has always used: per row, per ordering, the real prompt, then
 /// its content-free calibration prompts. An item whose longest prompt does not fit the model's
@@ -555,7 +558,7 @@ fn plan_prompts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig, prep: &
         items.push(start..end);
         start = end;
     }
-    let plan_item = |item: std::ops::Range<usize>| -> Result<(Vec<PromptSpec>, Vec<(usize, usize)>)> {
+    let plan_item = |item: std::ops::Range<usize>| -> Result<PlannedItem> {
         let mut specs: Vec<PromptSpec> = Vec::new();
         let mut cuts: Vec<(usize, usize)> = Vec::new();
         let group: Vec<usize> = item.collect();
@@ -626,7 +629,7 @@ fn plan_prompts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig, prep: &
         }
         Ok((specs, cuts))
     };
-    let planned: Vec<Result<(Vec<PromptSpec>, Vec<(usize, usize)>)>> = items.into_par_iter().map(plan_item).collect();
+    let planned: Vec<Result<PlannedItem>> = items.into_par_iter().map(plan_item).collect();
     let mut specs: Vec<PromptSpec> = Vec::new();
     let mut cuts: HashMap<usize, usize> = HashMap::new();
     // The first item's error, in order, whatever core found it first.
