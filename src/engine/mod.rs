@@ -9,6 +9,7 @@ pub mod gguf;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
+mod project;
 pub mod synthetic;
 pub mod tokenizer;
 

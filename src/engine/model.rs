@@ -24,14 +24,18 @@ pub enum MatmulPath {
 
 /// A weight matrix `[out, in]` in the forms the chosen path needs.
 pub(crate) struct Linear {
+    /// f32: `[out, in]` on a GPU; transposed, `[in, out]`, on the CPU (see `project.rs`).
     dense: Option<Tensor>,
     quant: Option<QMatMul>,
+    /// Whether `dense` is transposed (CPU).
+    transposed: bool,
 }
 
 impl Linear {
     pub(crate) fn new(w: LoadedWeight, path: MatmulPath, device: &Device) -> candle_core::Result<Self> {
-        match w {
-            LoadedWeight::Dense(t) => Ok(Linear { dense: Some(t.to_dtype(DType::F32)?), quant: None }),
+        let transposed = device.is_cpu();
+        let (dense, quant) = match w {
+            LoadedWeight::Dense(t) => (Some(t.to_dtype(DType::F32)?), None),
             LoadedWeight::Quant(q) => {
                 let dense = match path {
                     MatmulPath::Quantized => None,
@@ -41,9 +45,14 @@ impl Linear {
                     MatmulPath::Dense => None,
                     _ => Some(QMatMul::from_arc(q)?),
                 };
-                Ok(Linear { dense, quant })
+                (dense, quant)
             }
-        }
+        };
+        let dense = match dense {
+            Some(w) if transposed => Some(w.t()?.contiguous()?),
+            other => other,
+        };
+        Ok(Linear { dense, quant, transposed })
     }
 
     /// `x [rows, in] -> [rows, out]`. A single row is multiplied as two (the copy dropped):
@@ -53,10 +62,18 @@ impl Linear {
         let rows = x.dim(0)?;
         match (&self.dense, &self.quant) {
             (Some(_), Some(q)) if rows == 1 => q.forward(x),
-            (Some(w), _) if rows == 1 => Tensor::cat(&[x, x], 0)?.matmul(&w.t()?)?.narrow(0, 0, 1),
-            (Some(w), _) => x.matmul(&w.t()?),
+            (Some(w), _) if rows == 1 => self.dense_product(&Tensor::cat(&[x, x], 0)?, w)?.narrow(0, 0, 1),
+            (Some(w), _) => self.dense_product(x, w),
             (None, Some(q)) => q.forward(x),
             (None, None) => candle_core::bail!("linear layer holds no weights"),
+        }
+    }
+
+    fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
+        if self.transposed {
+            super::project::project(&x.contiguous()?, w)
+        } else {
+            x.matmul(&w.t()?)
         }
     }
 }
