@@ -842,7 +842,13 @@ fn score_prompts_with(
     let unique = tree.unique_tokens();
     let mut wanted = HashSet::new();
     mark_wanted(&tree, &|p| !done(idx[p]), &mut wanted);
-    let mut ctx = Exec { engine, config, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0 };
+    // Two passes side by side on a CPU of several threads; `READOUT_SIDE_BY_SIDE=0` turns it off
+    // (to measure what it is worth).
+    let side_by_side = engine.device().is_cpu()
+        && candle_core::utils::get_num_threads() > 1
+        && std::env::var("READOUT_SIDE_BY_SIDE").as_deref() != Ok("0");
+    let mut ctx =
+        Exec { engine, config, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0, side_by_side };
     if tree.is_leaf() {
         ctx.read_leaves(&Prefix::empty(), &[&tree])?;
     } else if config.mode == Mode::Readout {
@@ -876,6 +882,8 @@ struct Exec<'a, 'b> {
     readings: &'a mut HashMap<usize, Reading>,
     on_batch: &'a mut BatchFn<'b>,
     computed: usize,
+    /// Two passes at a time (CPU with more than one thread; see `walk`).
+    side_by_side: bool,
 }
 
 impl Exec<'_, '_> {
@@ -897,19 +905,8 @@ impl Exec<'_, '_> {
         let budget = if self.config.levers.batched_suffixes { self.config.levers.pass_tokens } else { 0 };
         let mut stack: Vec<(&TrieNode, Prefix)> = vec![(root, Prefix::empty())];
         while !stack.is_empty() {
-            let mut batch: Vec<(&TrieNode, Prefix)> = Vec::new();
-            let mut total = 0;
-            while let Some((n, _)) = stack.last() {
-                let cost = self.unit_tokens(n);
-                if !batch.is_empty() && total + cost > budget {
-                    break;
-                }
-                total += cost;
-                if let Some(item) = stack.pop() {
-                    batch.push(item);
-                }
-            }
-            if batch.len() == 1 && (total > budget || !self.config.levers.batched_suffixes) {
+            let (batch, total) = self.take_batch(&mut stack, budget);
+            if self.is_alone(&batch, total, budget) {
                 // One unit alone: its stem in chunks, then its leaves in passes of their own,
                 // each followed by `on_batch` (so the rows of a large unit finish as they are read).
                 let (n, parent) = &batch[0];
@@ -936,34 +933,102 @@ impl Exec<'_, '_> {
                 stack.extend(next.into_iter().rev());
                 continue;
             }
-            let units: Vec<Unit<'_>> = batch
-                .iter()
-                .map(|(n, parent)| Unit {
-                    parent,
-                    stem: &self.seqs[n.rep][n.start..n.end],
-                    leaves: self.leaf_suffixes(n),
-                })
-                .collect();
-            let outs = self.engine.pass_with(&units, self.head())?;
-            self.computed += total;
-            let mut read_now: Vec<usize> = Vec::new();
-            let mut next: Vec<(&TrieNode, Prefix)> = Vec::new();
-            for ((n, _), out) in batch.iter().zip(outs) {
-                let leaves = n.children.iter().filter(|c| c.is_leaf());
-                for (l, r) in leaves.zip(&out.readouts) {
-                    self.record(l, r, &mut read_now);
-                }
-                for c in n.children.iter().filter(|c| !c.is_leaf() && self.is_wanted(c)) {
-                    next.push((c, out.prefix.clone()));
+            // On a CPU of several cores, a second pass from the frontier runs beside this one:
+            // each pass has steps that run on one core (copies, the attention's small products),
+            // and the other pass's work fills the idle core. Both passes' parents are computed
+            // already, and a unit's numbers do not depend on its pass, so the bits are the same.
+            let mut second = None;
+            if self.side_by_side && !stack.is_empty() {
+                let (b2, t2) = self.take_batch(&mut stack, budget);
+                if self.is_alone(&b2, t2, budget) {
+                    stack.extend(b2.into_iter().rev());
+                } else {
+                    second = Some((b2, t2));
                 }
             }
-            // Pushed in reverse so the first child is taken first.
-            stack.extend(next.into_iter().rev());
-            if !(self.on_batch)(&read_now, self.readings)? {
+            let units = self.units(&batch);
+            let head = self.head();
+            let engine = self.engine;
+            let (outs, outs2) = match &second {
+                None => (engine.pass_with(&units, head)?, None),
+                Some((b2, _)) => {
+                    let units2 = self.units(b2);
+                    let (a, b) = rayon::join(|| engine.pass_with(&units, head), || engine.pass_with(&units2, head));
+                    (a?, Some(b?))
+                }
+            };
+            drop(units);
+            if !self.finish_pass(&batch, outs, total, &mut stack)? {
                 return Ok(false);
+            }
+            if let (Some((b2, t2)), Some(outs2)) = (&second, outs2) {
+                if !self.finish_pass(b2, outs2, *t2, &mut stack)? {
+                    return Ok(false);
+                }
             }
         }
         Ok(true)
+    }
+
+    /// The next pass from the top of the frontier: as many pending units as fit in `budget`
+    /// new tokens (at least one), and their token count.
+    fn take_batch<'n>(
+        &self,
+        stack: &mut Vec<(&'n TrieNode, Prefix)>,
+        budget: usize,
+    ) -> (Vec<(&'n TrieNode, Prefix)>, usize) {
+        let mut batch: Vec<(&TrieNode, Prefix)> = Vec::new();
+        let mut total = 0;
+        while let Some((n, _)) = stack.last() {
+            let cost = self.unit_tokens(n);
+            if !batch.is_empty() && total + cost > budget {
+                break;
+            }
+            total += cost;
+            if let Some(item) = stack.pop() {
+                batch.push(item);
+            }
+        }
+        (batch, total)
+    }
+
+    /// Whether a batch is one unit that takes passes of its own (larger than a pass, or
+    /// batching off).
+    fn is_alone(&self, batch: &[(&TrieNode, Prefix)], total: usize, budget: usize) -> bool {
+        batch.len() == 1 && (total > budget || !self.config.levers.batched_suffixes)
+    }
+
+    fn units<'s>(&'s self, batch: &'s [(&TrieNode, Prefix)]) -> Vec<Unit<'s>> {
+        batch
+            .iter()
+            .map(|(n, parent)| Unit { parent, stem: &self.seqs[n.rep][n.start..n.end], leaves: self.leaf_suffixes(n) })
+            .collect()
+    }
+
+    /// Record a pass's readouts, push its units' inner children (first child on top), and call
+    /// `on_batch`; false when the caller asked to stop.
+    fn finish_pass<'n>(
+        &mut self,
+        batch: &[(&'n TrieNode, Prefix)],
+        outs: Vec<crate::engine::UnitOut>,
+        total: usize,
+        stack: &mut Vec<(&'n TrieNode, Prefix)>,
+    ) -> Result<bool> {
+        self.computed += total;
+        let mut read_now: Vec<usize> = Vec::new();
+        let mut next: Vec<(&TrieNode, Prefix)> = Vec::new();
+        for ((n, _), out) in batch.iter().zip(outs) {
+            let leaves = n.children.iter().filter(|c| c.is_leaf());
+            for (l, r) in leaves.zip(&out.readouts) {
+                self.record(l, r, &mut read_now);
+            }
+            for c in n.children.iter().filter(|c| !c.is_leaf() && self.is_wanted(c)) {
+                next.push((c, out.prefix.clone()));
+            }
+        }
+        // Pushed in reverse so the first child is taken first.
+        stack.extend(next.into_iter().rev());
+        (self.on_batch)(&read_now, self.readings)
     }
 
     /// Whether a node has a prompt left to read at or below it.
