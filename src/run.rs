@@ -842,11 +842,13 @@ fn score_prompts_with(
     let unique = tree.unique_tokens();
     let mut wanted = HashSet::new();
     mark_wanted(&tree, &|p| !done(idx[p]), &mut wanted);
-    // Two passes side by side on a CPU of several threads; `READOUT_SIDE_BY_SIDE=0` turns it off
-    // (to measure what it is worth).
-    let side_by_side = engine.device().is_cpu()
-        && candle_core::utils::get_num_threads() > 1
-        && std::env::var("READOUT_SIDE_BY_SIDE").as_deref() != Ok("0");
+    // Two passes side by side on a CPU of several threads; `READOUT_SIDE_BY_SIDE=0|1` turns it
+    // off or on for any device (to measure what it is worth).
+    let side_by_side = match std::env::var("READOUT_SIDE_BY_SIDE").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => engine.device().is_cpu() && candle_core::utils::get_num_threads() > 1,
+    };
     let mut ctx =
         Exec { engine, config, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0, side_by_side };
     if tree.is_leaf() {
