@@ -1,7 +1,12 @@
 //! Re-encoding a model's weights: `readout quantize IN -o OUT.gguf --mode ...`. Reads a GGUF
-//! file or a Hugging Face directory, writes a GGUF with candle's writer: the same metadata (for a
-//! GGUF source) and every matrix re-encoded; 1-D tensors (norms) stay F32. Deterministic: the
-//! same input and mode give the same bytes.
+//! file or a Hugging Face directory (converted as llama.cpp's `convert_hf_to_gguf.py` would, see
+//! [`hf`]), writes a GGUF with candle's writer: the same metadata (for a GGUF source) and every
+//! matrix re-encoded; 1-D tensors (norms) stay F32. Deterministic: the same input and mode give
+//! the same bytes.
+
+mod hf;
+
+pub use hf::quantize_hf_dir;
 
 use crate::error::{Error, Result};
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
@@ -73,6 +78,40 @@ fn encoding_for(width: usize, target: GgmlDType) -> GgmlDType {
     }
 }
 
+/// Re-encode the model at `input` (a GGUF file or a Hugging Face directory) into the GGUF
+/// `output`. Returns the number of tensors written.
+pub fn quantize(input: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
+    if input.is_dir() {
+        quantize_hf_dir(input, output, mode)
+    } else {
+        quantize_gguf(input, output, mode)
+    }
+}
+
+/// The encoding of a tensor of shape `dims` under `target`: 1-D tensors (norms) stay F32,
+/// matrices get [`encoding_for`] their row width.
+fn tensor_encoding(dims: &[usize], target: GgmlDType) -> GgmlDType {
+    if dims.len() == 1 {
+        GgmlDType::F32
+    } else {
+        encoding_for(dims.last().copied().unwrap_or(0), target)
+    }
+}
+
+/// Write a GGUF: first to `OUTPUT.gguf.part`, then renamed, so a failed run leaves no
+/// half-written model under the name asked for.
+fn write_gguf_file(output: &Path, md: &[(&str, &gguf_file::Value)], tensors: &[(String, QTensor)]) -> Result<()> {
+    let tmp = output.with_extension("gguf.part");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?);
+        let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        gguf_file::write(&mut w, md, &refs)?;
+        use std::io::Write;
+        w.flush().map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))
+}
+
 /// Re-encode the GGUF at `input` into `output`. Returns the number of tensors written.
 pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
     let corrupt = |detail: String| Error::CorruptGguf { path: input.to_path_buf(), detail };
@@ -83,23 +122,14 @@ pub fn quantize_gguf(input: &Path, output: &Path, mode: QuantMode) -> Result<usi
     let mut tensors = Vec::with_capacity(names.len());
     for name in names {
         let q = content.tensor(&mut f, name, &Device::Cpu).map_err(|e| corrupt(format!("tensor `{name}`: {e}")))?;
-        let dims = q.shape().dims().to_vec();
-        let ty = if dims.len() == 1 { GgmlDType::F32 } else { encoding_for(dims.last().copied().unwrap_or(0), target) };
+        let ty = tensor_encoding(q.shape().dims(), target);
         let out = if q.dtype() == ty { q } else { QTensor::quantize(&q.dequantize(&Device::Cpu)?, ty)? };
         tensors.push((name.clone(), out));
     }
     let mut keys: Vec<&String> = content.metadata.keys().filter(|k| k.as_str() != "general.file_type").collect();
     keys.sort();
     let md: Vec<(&str, &gguf_file::Value)> = keys.iter().map(|k| (k.as_str(), &content.metadata[*k])).collect();
-    let tmp = output.with_extension("gguf.part");
-    {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?);
-        let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        gguf_file::write(&mut w, &md, &refs)?;
-        use std::io::Write;
-        w.flush().map_err(|e| Error::io(&tmp, e))?;
-    }
-    std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))?;
+    write_gguf_file(output, &md, &tensors)?;
     Ok(tensors.len())
 }
 
