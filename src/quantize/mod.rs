@@ -106,10 +106,49 @@ fn write_gguf_file(output: &Path, md: &[(&str, &gguf_file::Value)], tensors: &[(
         let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?);
         let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
         gguf_file::write(&mut w, md, &refs)?;
-        use std::io::Write;
+        use std::io::{Seek, SeekFrom, Write};
+        for at in empty_string_array_types(md) {
+            w.seek(SeekFrom::Start(at)).map_err(|e| Error::io(&tmp, e))?;
+            w.write_all(&GGUF_TYPE_STRING.to_le_bytes()).map_err(|e| Error::io(&tmp, e))?;
+        }
         w.flush().map_err(|e| Error::io(&tmp, e))?;
     }
     std::fs::rename(&tmp, output).map_err(|e| Error::io(output, e))
+}
+
+/// GGUF's value type of a string.
+const GGUF_TYPE_STRING: u32 = 8;
+
+/// Where candle's writer put the element type of each empty array among the keys llama.cpp
+/// reads as arrays of strings. candle writes an empty array's element type as U32, and llama.cpp
+/// refuses `tokenizer.ggml.merges` of any type but string, even empty (a byte-level vocabulary
+/// has no merges); the caller overwrites these with the string type.
+fn empty_string_array_types(md: &[(&str, &gguf_file::Value)]) -> Vec<u64> {
+    use gguf_file::Value as V;
+    fn encoded_len(v: &V) -> u64 {
+        match v {
+            V::U8(_) | V::I8(_) | V::Bool(_) => 1,
+            V::U16(_) | V::I16(_) => 2,
+            V::U32(_) | V::I32(_) | V::F32(_) => 4,
+            V::U64(_) | V::I64(_) | V::F64(_) => 8,
+            V::String(s) => 8 + s.len() as u64,
+            V::Array(a) => 4 + 8 + a.iter().map(encoded_len).sum::<u64>(),
+        }
+    }
+    // Magic, version, tensor count, key count; then each key: its name (u64 length and bytes),
+    // its u32 value type, its value (an array: u32 element type, u64 length, elements).
+    let mut at = 4 + 4 + 8 + 8;
+    let mut found = Vec::new();
+    for (key, value) in md {
+        let value_at = at + 8 + key.len() as u64 + 4;
+        if matches!(value, V::Array(a) if a.is_empty())
+            && matches!(*key, "tokenizer.ggml.tokens" | "tokenizer.ggml.merges")
+        {
+            found.push(value_at);
+        }
+        at = value_at + encoded_len(value);
+    }
+    found
 }
 
 /// Re-encode the GGUF at `input` into `output`. Returns the number of tensors written.
@@ -144,5 +183,24 @@ mod tests {
         assert_eq!(encoding_for(576, GgmlDType::Q6K), GgmlDType::Q8_0);
         assert_eq!(encoding_for(576, GgmlDType::Q4_1), GgmlDType::Q4_1);
         assert_eq!(encoding_for(100, GgmlDType::Q4_0), GgmlDType::F32);
+    }
+
+    #[test]
+    fn empty_merges_are_written_as_an_array_of_strings() {
+        use gguf_file::Value;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("m.gguf");
+        let (a, merges, tokens) =
+            (Value::String("xy".into()), Value::Array(vec![]), Value::Array(vec![Value::String("t".into())]));
+        let md = [("a", &a), ("tokenizer.ggml.tokens", &tokens), ("tokenizer.ggml.merges", &merges)];
+        write_gguf_file(&out, &md, &[]).unwrap();
+        let bytes = std::fs::read(&out).unwrap();
+        // Header 24, "a" = 8+1+4+(8+2), tokens = 8+21+4+(4+8+(8+1)), merges' key = 8+21+4.
+        let at = 24 + 23 + 54 + 33;
+        assert_eq!(empty_string_array_types(&md), vec![at as u64]);
+        assert_eq!(&bytes[at..at + 12], &[8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let (_, content) = crate::engine::gguf::open(&out).unwrap();
+        assert_eq!(content.metadata["tokenizer.ggml.merges"].to_vec().unwrap().len(), 0);
+        assert_eq!(content.metadata["a"].to_string().unwrap(), "xy");
     }
 }
