@@ -1,13 +1,15 @@
-//! `readout quantize IN.gguf -o OUT.gguf --mode q8_0`: re-encode a model's weights.
+//! `readout quantize IN -o OUT.gguf --mode q8_0`: re-encode a model's weights, from a GGUF file
+//! or a Hugging Face model directory.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::quantize::{quantize_gguf, QuantMode};
+use readout::quantize::{quantize, QuantMode};
 use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct QuantizeArgs {
-    /// The source GGUF file.
+    /// The source: a GGUF file, or a Hugging Face model directory (config.json, *.safetensors,
+    /// tokenizer.json, tokenizer_config.json), converted as llama.cpp's convert_hf_to_gguf.py does.
     input: PathBuf,
     /// Where to write the new GGUF.
     #[arg(long, short = 'o')]
@@ -19,7 +21,7 @@ pub struct QuantizeArgs {
 }
 
 pub fn run(a: QuantizeArgs) -> Result<i32> {
-    let n = quantize_gguf(&a.input, &a.output, a.mode)
+    let n = quantize(&a.input, &a.output, a.mode)
         .with_context(|| format!("re-encoding {} as {:?}", a.input.display(), a.mode))?;
     eprintln!("wrote {} ({n} tensors)", a.output.display());
     Ok(0)

@@ -414,7 +414,7 @@ struct HfConfig {
 }
 
 /// The model's shape from `config.json` (validated), and its `torch_dtype`.
-fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
+pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let cfg_path = dir.join("config.json");
     if !cfg_path.exists() {
         return Err(Error::BadModelConfig {
@@ -456,7 +456,7 @@ fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
 }
 
 /// The `*.safetensors` files of a directory, sorted; an error when there are none.
-fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -519,13 +519,14 @@ fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
     })
 }
 
-struct TokenizerConfig {
-    chat_template: Option<String>,
-    bos_token: Option<String>,
-    eos_token: Option<String>,
+/// The fields of `tokenizer_config.json` Readout reads.
+pub(crate) struct TokenizerConfig {
+    pub chat_template: Option<String>,
+    pub bos_token: Option<String>,
+    pub eos_token: Option<String>,
 }
 
-fn read_tokenizer_config(path: &Path) -> Result<TokenizerConfig> {
+pub(crate) fn read_tokenizer_config(path: &Path) -> Result<TokenizerConfig> {
     if !path.exists() {
         return Ok(TokenizerConfig { chat_template: None, bos_token: None, eos_token: None });
     }
