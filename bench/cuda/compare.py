@@ -74,7 +74,7 @@ def main():
     ours, peer = json.load(open(a.ours)), json.load(open(a.peer))
     best = peer["best"]
     res = {
-        "schema": "readout.bench.whole-run-gpu", "schema_version": 1, "label": "MEASURED",
+        "schema": "readout.bench.whole-run-gpu" if peer.get("gpu") else "readout.bench.whole-run-vs-pytorch-cpu", "schema_version": 1, "label": "MEASURED",
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": a.command, "gpu": peer["gpu"],
         "eval_set": ours["eval_set"]["name"], "rows": len(ours["rows"]),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch + transformers peer for Readout on a GPU: the very same prompts (`readout prompts`),
+"""PyTorch + transformers peer for Readout on a GPU (or, with --device cpu, on the CPU): the very same prompts (`readout prompts`),
 the same weights, the same precision, letter logits read at the answer position.
 
 The model is one of:
@@ -222,10 +222,17 @@ def main():
     ap.add_argument("--batch-sizes", default="16,64,144")
     ap.add_argument("--check", type=int, default=4, help="prompts checked against an unbatched forward")
     ap.add_argument("--check-tol", type=float, default=1e-3)
+    ap.add_argument("--device", default="cuda", help="cuda (the GPU peer) or cpu (the same batching on CPU)")
+    ap.add_argument("--threads", type=int, help="CPU threads (with --device cpu)")
     a = ap.parse_args()
-    if not torch.cuda.is_available():
-        die("no CUDA device visible to torch")
-    dev = torch.device("cuda:0")
+    if a.device == "cpu":
+        dev = torch.device("cpu")
+        if a.threads:
+            torch.set_num_threads(a.threads)
+    elif not torch.cuda.is_available():
+        die("no CUDA device visible to torch (pass --device cpu for the CPU)")
+    else:
+        dev = torch.device("cuda:0")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     prompts = load_prompts(a.prompts)
@@ -274,7 +281,7 @@ def main():
         die("no setup ran correctly")
     res = {
         "torch": torch.__version__, "transformers": transformers.__version__,
-        "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0),
+        "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0) if dev.type == "cuda" else None, "device": str(dev), "threads": torch.get_num_threads(),
         "python": platform.python_version(), "dtype": "float32", "tf32": False,
         "attn_implementation": "sdpa", "model": os.path.abspath(a.model), "gguf_file": a.gguf,
         "model_load_s": load_s, "prompts": len(prompts), "runs": runs, "best": best,
