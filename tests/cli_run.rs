@@ -5,20 +5,8 @@ mod common;
 
 use common::readout;
 use serde_json::Value;
-use std::path::Path;
 
 const SET: &str = "bench/evalsets/authored144.jsonl";
-
-fn validate(path: &Path) -> Value {
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/result.schema.json")).unwrap())
-            .unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
-    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
-    doc
-}
 
 fn run(args: &[&str]) -> std::process::Output {
     let m = common::default_model().display().to_string();
@@ -36,7 +24,7 @@ fn cyclic_run_writes_a_valid_result_with_the_tree_counted() {
     let o = out.display().to_string();
     let stdout = String::from_utf8(run(&["--limit", "12", "--debias", "cyclic", "--out", &o]).stdout).unwrap();
     assert!(stdout.contains("mean family balanced accuracy"), "{stdout}");
-    let doc = validate(&out);
+    let doc = common::validate(&out);
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["rows"].as_array().unwrap().len(), 12);
     let row = &doc["rows"][0];
@@ -58,7 +46,7 @@ fn single_ordering_is_not_checked_and_shots_are_recorded() {
     let out = dir.path().join("shots.json");
     let o = out.display().to_string();
     run(&["--limit", "24", "--shots", "2", "--out", &o]);
-    let doc = validate(&out);
+    let doc = common::validate(&out);
     assert!(doc["metrics"]["overall"]["order_unstable"].is_null());
     assert!(doc["metrics"]["overall"]["order_consistency"].is_null());
     let primary: Vec<&str> = doc["shots"]["primary"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
@@ -81,7 +69,7 @@ fn generate_mode_records_replies() {
     let out = dir.path().join("gen.json");
     let o = out.display().to_string();
     run(&["--limit", "4", "--mode", "generate", "--out", &o]);
-    let doc = validate(&out);
+    let doc = common::validate(&out);
     for row in doc["rows"].as_array().unwrap() {
         assert!(row["orderings"][0]["reply"].is_string());
         assert_eq!(row["invalid"].as_bool().unwrap(), row["predicted"].is_null());
@@ -94,17 +82,17 @@ fn resume_completes_a_partial_file_with_the_same_rows() {
     let full = dir.path().join("full.json");
     let f = full.display().to_string();
     run(&["--limit", "10", "--debias", "cyclic", "--out", &f]);
-    let whole = validate(&full);
+    let whole = common::validate(&full);
     // A partial file holding the first 4 rows, as a stopped run leaves it.
     let mut partial = whole.clone();
     partial["status"] = "partial".into();
     partial["rows"] = Value::Array(whole["rows"].as_array().unwrap()[..4].to_vec());
     let part = dir.path().join("part.json");
     std::fs::write(&part, serde_json::to_vec(&partial).unwrap()).unwrap();
-    validate(&part);
+    common::validate(&part);
     let p = part.display().to_string();
     run(&["--limit", "10", "--resume", &p]);
-    let resumed = validate(&part);
+    let resumed = common::validate(&part);
     assert_eq!(resumed["status"], "complete");
     // Bit for bit: the kept rows as they were read, the new ones as an uninterrupted run gives them.
     assert_eq!(whole["rows"], resumed["rows"]);
@@ -135,7 +123,7 @@ fn compare_and_table_read_the_files() {
     assert_eq!(std::fs::read_to_string(&md).unwrap().matches("a.json").count(), 2);
     // A result of another eval set is refused by name.
     let other = dir.path().join("other.json");
-    let mut doc = validate(&a);
+    let mut doc = common::validate(&a);
     doc["eval_set"]["sha256"] = Value::String("0".repeat(64));
     std::fs::write(&other, serde_json::to_vec(&doc).unwrap()).unwrap();
     let so = other.display().to_string();
@@ -193,16 +181,16 @@ fn ctrl_c_leaves_a_valid_partial_file_that_resume_completes() {
     let status = child.wait().unwrap();
     if status.success() {
         // The machine was fast enough to finish before the signal; nothing partial to check.
-        validate(&out);
+        common::validate(&out);
         return;
     }
     assert_eq!(status.code(), Some(130));
-    let partial = validate(&out);
+    let partial = common::validate(&out);
     assert_eq!(partial["status"], "partial");
     let done = partial["rows"].as_array().unwrap().len();
     assert!(done < 30);
     run(&["--limit", "30", "--resume", &o]);
-    let resumed = validate(&out);
+    let resumed = common::validate(&out);
     assert_eq!(resumed["status"], "complete");
     assert_eq!(resumed["rows"].as_array().unwrap().len(), 30);
     // The rows finished before the stop are kept as they were.

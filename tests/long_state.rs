@@ -49,18 +49,6 @@ fn tiny_model(dir: &Path) -> String {
     path.display().to_string()
 }
 
-fn validate(path: &Path) -> Value {
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/result.schema.json")).unwrap())
-            .unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
-    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
-    readout::results::ResultFile::load(path).unwrap();
-    doc
-}
-
 /// The number after `before` in `text`.
 fn number_after(text: &str, before: &str) -> usize {
     let at = text.find(before).unwrap_or_else(|| panic!("`{before}` not in: {text}")) + before.len();
@@ -150,7 +138,7 @@ fn truncate_middle_cuts_the_state_to_fit_and_the_result_file_records_it() {
     // Cut with it.
     let res = readout(&[&base[..], &["--truncate-middle"]].concat());
     assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
-    let doc = validate(&out_file);
+    let doc = common::validate(&out_file);
     assert_eq!(doc["status"], "complete");
     assert_eq!(doc["config"]["truncate"], "middle");
     assert_eq!(doc["plan"]["truncated_rows"], 1);

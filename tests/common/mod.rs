@@ -36,3 +36,16 @@ pub fn engine_at(path: &std::path::Path) -> Engine {
 pub fn readout(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_readout")).args(args).current_dir(repo()).output().expect("readout runs")
 }
+
+/// The result file at `path`, checked against `schema/result.schema.json` (every error listed)
+/// and read back by the library's own reader.
+pub fn validate(path: &std::path::Path) -> serde_json::Value {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("schema/result.schema.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
+    readout::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
+    doc
+}
