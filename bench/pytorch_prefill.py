@@ -41,18 +41,12 @@ def main():
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    # The prompts file is read as the GPU peer reads it (same checks, same messages).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda"))
+    from pytorch_peer import load_prompts
+
     torch.set_num_threads(args.threads)
-    prompts = []
-    with open(args.prompts, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                o = json.loads(line)
-                for k in ("id", "prompt", "letters"):
-                    if k not in o:
-                        die(f"{args.prompts}:{n}: missing {k!r}")
-                prompts.append(o)
-    if not prompts:
-        die(f"{args.prompts}: no prompts")
+    prompts = load_prompts(args.prompts)
     d, name = os.path.split(os.path.abspath(args.model))
     t0 = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(d, gguf_file=name)

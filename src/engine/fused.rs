@@ -33,14 +33,8 @@ impl InplaceOp2 for MaskedSoftmax {
     }
 
     fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<()> {
-        let (att, mask) = match (s1, s2) {
-            (CpuStorage::F32(a), CpuStorage::F32(m)) => (a, m),
-            _ => candle_core::bail!("masked softmax takes f32 attention scores and mask"),
-        };
-        let (att, mask) = match (l1.contiguous_offsets(), l2.contiguous_offsets()) {
-            (Some((a0, a1)), Some((m0, m1))) => (&mut att[a0..a1], &mask[m0..m1]),
-            _ => candle_core::bail!("masked softmax needs contiguous inputs"),
-        };
+        let att = f32_slice_mut(s1, l1, "masked softmax scores")?;
+        let mask = f32_slice(s2, l2, "masked softmax mask")?;
         let dims = l1.dims();
         let (mn, mt) = l2.shape().dims2()?;
         let t = dims.last().copied().unwrap_or(0);
@@ -76,14 +70,8 @@ impl InplaceOp2 for SwiGlu {
     }
 
     fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<()> {
-        let (gate, up) = match (s1, s2) {
-            (CpuStorage::F32(g), CpuStorage::F32(u)) => (g, u),
-            _ => candle_core::bail!("swiglu takes f32 gate and up"),
-        };
-        let (gate, up) = match (l1.contiguous_offsets(), l2.contiguous_offsets()) {
-            (Some((g0, g1)), Some((u0, u1))) => (&mut gate[g0..g1], &up[u0..u1]),
-            _ => candle_core::bail!("swiglu needs contiguous inputs"),
-        };
+        let gate = f32_slice_mut(s1, l1, "swiglu gate")?;
+        let up = f32_slice(s2, l2, "swiglu up")?;
         if gate.len() != up.len() || l1.dims() != l2.dims() {
             candle_core::bail!("swiglu: gate {:?} and up {:?} differ", l1.dims(), l2.dims());
         }
@@ -95,6 +83,24 @@ impl InplaceOp2 for SwiGlu {
             )
         });
         Ok(())
+    }
+}
+
+/// The f32 elements of a contiguous CPU tensor (`what` names it in the error).
+pub(crate) fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
+    match (s, l.contiguous_offsets()) {
+        (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
+        (CpuStorage::F32(_), None) => candle_core::bail!("{what} must be contiguous"),
+        _ => candle_core::bail!("{what} must be f32"),
+    }
+}
+
+/// [`f32_slice`], writable.
+fn f32_slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a mut [f32]> {
+    match (s, l.contiguous_offsets()) {
+        (CpuStorage::F32(v), Some((a, b))) => Ok(&mut v[a..b]),
+        (CpuStorage::F32(_), None) => candle_core::bail!("{what} must be contiguous"),
+        _ => candle_core::bail!("{what} must be f32"),
     }
 }
 

@@ -11,6 +11,7 @@
 //! zeroed first). The sums per output element run over the input dimension in the same order
 //! as before.
 
+use super::fused::f32_slice;
 use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
 /// `x [rows, in] · wt [in, out] -> [rows, out]` on CPU, both f32.
@@ -32,14 +33,8 @@ impl CustomOp2 for Project {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let (x, wt) = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(w)) => (x, w),
-            _ => candle_core::bail!("projection takes f32 activations and weights"),
-        };
-        let (x, wt) = match (l1.contiguous_offsets(), l2.contiguous_offsets()) {
-            (Some((x0, x1)), Some((w0, w1))) => (&x[x0..x1], &wt[w0..w1]),
-            _ => candle_core::bail!("projection needs contiguous inputs"),
-        };
+        let x = f32_slice(s1, l1, "projection activations")?;
+        let wt = f32_slice(s2, l2, "projection weights")?;
         let (rows, k) = l1.shape().dims2()?;
         let (k2, out) = l2.shape().dims2()?;
         if k != k2 || k == 0 {
