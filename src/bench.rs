@@ -3,8 +3,8 @@
 //! prompt kept, as llama.cpp's simplest setup does, and the plan's tree). Timings are measured
 //! here and never asserted in tests.
 
-use crate::engine::{Engine, Prefix, Suffix};
-use crate::error::Result;
+use crate::engine::{Engine, Prefix, Readout, Suffix, Unit, UnitOut};
+use crate::error::{Error, Result};
 use crate::plan::common_prefix;
 use serde::Serialize;
 use std::time::Instant;
@@ -57,8 +57,7 @@ pub fn prefill(engine: &Engine, prompts: &[BenchPrompt], repeats: usize) -> Resu
     let mut out = Vec::new();
     // One untimed warm-up prompt, as the peer does.
     if let Some(p) = prompts.first() {
-        let pre = engine.extend(&Prefix::empty(), &p.tokens[..p.tokens.len() - 1])?;
-        engine.read(&pre, &[Suffix { tokens: &p.tokens[p.tokens.len() - 1..], read: &p.letters }])?;
+        prompt_pass(engine, &Prefix::empty(), &p.tokens, &p.letters)?;
     }
     for setup in ["cold", "prefix-reuse"] {
         let mut times = Vec::new();
@@ -78,11 +77,9 @@ pub fn prefill(engine: &Engine, prompts: &[BenchPrompt], repeats: usize) -> Resu
                     Some(pre) if keep > 0 => pre.truncated(keep)?,
                     _ => Prefix::empty(),
                 };
-                // Compute all but the last token into the cache, then read the last.
-                let pre = engine.extend(&base, &p.tokens[keep..p.tokens.len() - 1])?;
-                let r = engine.read(&pre, &[Suffix { tokens: &p.tokens[p.tokens.len() - 1..], read: &p.letters }])?;
+                let (pre, r) = prompt_pass(engine, &base, &p.tokens[keep..], &p.letters)?;
                 computed += p.tokens.len() - keep;
-                argmax.push(pick(&r[0].logits));
+                argmax.push(pick(&r.logits));
                 prev = Some(pre);
             }
             times.push(start.elapsed().as_secs_f64());
@@ -101,6 +98,28 @@ pub fn prefill(engine: &Engine, prompts: &[BenchPrompt], repeats: usize) -> Resu
         });
     }
     Ok(out)
+}
+
+/// One prompt's tokens on top of `base` as the run computes them: one forward pass that keeps
+/// all but the last token in the cache and reads the letters at the last (a prompt longer than
+/// a pass has its front extended first). Gives the prompt's prefix, for reuse, and the readout.
+fn prompt_pass(engine: &Engine, base: &Prefix, tokens: &[u32], letters: &[u32]) -> Result<(Prefix, Readout)> {
+    let Some((last, stem)) = tokens.split_last() else {
+        return Err(Error::Config("a benchmark prompt has no tokens to compute".into()));
+    };
+    let front = stem.len().saturating_sub(engine.pass_tokens().saturating_sub(1));
+    let parent = if front > 0 { engine.extend(base, &stem[..front])? } else { base.clone() };
+    let unit = Unit {
+        parent: &parent,
+        stem: &stem[front..],
+        leaves: vec![Suffix { tokens: std::slice::from_ref(last), read: letters }],
+        keep: true,
+    };
+    let out = engine.pass(std::slice::from_ref(&unit))?.into_iter().next();
+    match out {
+        Some(UnitOut { prefix, mut readouts }) if readouts.len() == 1 => Ok((prefix, readouts.remove(0))),
+        _ => Err(Error::Config("the engine gave no readout for a benchmark prompt".into())),
+    }
 }
 
 /// One projection shape timed on both matmul paths.

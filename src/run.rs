@@ -897,7 +897,9 @@ impl Exec<'_, '_> {
     ///
     /// Cache policy: the pending units form the frontier of the depth-first walk; each holds its
     /// parent's prefix, whose chunks are shared with its siblings, so memory is the keys and
-    /// values of the current path plus one stem per pending unit. Nothing else is kept.
+    /// values of the current path plus one stem per pending unit. Nothing else is kept, except
+    /// on a GPU, where a prefix that a pass uses as a parent also keeps its chunks joined into
+    /// one (`Prefix::layer_then`): at most one more copy of the path, for fewer kernel launches.
     ///
     /// A unit's numbers depend only on the unit (attention runs per unit; the matmuls sum each
     /// output in an order fixed by the weights' shape), not on which units share its pass, so
@@ -1003,7 +1005,13 @@ impl Exec<'_, '_> {
     fn units<'s>(&'s self, batch: &'s [(&TrieNode, Prefix)]) -> Vec<Unit<'s>> {
         batch
             .iter()
-            .map(|(n, parent)| Unit { parent, stem: &self.seqs[n.rep][n.start..n.end], leaves: self.leaf_suffixes(n) })
+            .map(|(n, parent)| Unit {
+                parent,
+                stem: &self.seqs[n.rep][n.start..n.end],
+                leaves: self.leaf_suffixes(n),
+                // Only a node with an inner child still to read is gone on from.
+                keep: n.children.iter().any(|c| !c.is_leaf() && self.is_wanted(c)),
+            })
             .collect()
     }
 

@@ -124,10 +124,10 @@ fn one_pass_over_units_of_different_parents_equals_separate_calls() {
         let read = [65u32, 66];
         let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
         let units = vec![
-            Unit { parent: &root, stem: &stem_a, leaves: sfx.clone() },
-            Unit { parent: &other, stem: &stem_b, leaves: sfx[..2].to_vec() },
-            Unit { parent: &root, stem: &[], leaves: sfx[2..].to_vec() },
-            Unit { parent: &other, stem: &stem_a, leaves: vec![] },
+            Unit { parent: &root, stem: &stem_a, leaves: sfx.clone(), keep: true },
+            Unit { parent: &other, stem: &stem_b, leaves: sfx[..2].to_vec(), keep: true },
+            Unit { parent: &root, stem: &[], leaves: sfx[2..].to_vec(), keep: true },
+            Unit { parent: &other, stem: &stem_a, leaves: vec![], keep: true },
         ];
         let together = e.pass(&units).unwrap();
         for (u, out) in units.iter().zip(&together) {

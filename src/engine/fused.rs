@@ -1,5 +1,6 @@
-//! Two element-wise steps of the forward pass as fused, in-place passes on CPU: attention's
-//! scaled, masked softmax and the MLP's SwiGLU (`silu(gate) * up`).
+//! Two element-wise steps of the forward pass as fused passes on CPU: attention's scaled,
+//! masked softmax (in place) and the MLP's SwiGLU (`silu(gate) * up`, from the joined gate-and-up
+//! product).
 //!
 //! Why they are ours: with candle's stock ops the attention weights take four passes and three
 //! temporary tensors (scale, broadcast mask add, softmax, divide) and SwiGLU two passes and two
@@ -10,7 +11,7 @@
 //!
 //! Other devices keep candle's ops (see `model.rs`).
 
-use candle_core::{CpuStorage, InplaceOp2, Layout, Tensor};
+use candle_core::{CpuStorage, CustomOp1, InplaceOp2, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
 /// `softmax(att * scale + mask)` over the last dimension, computed in `att`'s own storage (no
@@ -54,35 +55,34 @@ impl InplaceOp2 for MaskedSoftmax {
     }
 }
 
-/// `silu(gate) * up`, computed in `gate`'s own storage: pass a gate that nothing else reads,
-/// such as a projection's fresh output. Both are `[rows, hidden]`.
-pub(crate) fn swiglu(gate: Tensor, up: &Tensor) -> candle_core::Result<Tensor> {
-    let gate = gate.contiguous()?;
-    gate.inplace_op2(&up.contiguous()?, &SwiGlu)?;
-    Ok(gate)
+/// `silu(gate) * up` of the joined gate-and-up product `[rows, 2·ff]` (gate the first half of
+/// each row, up the second), into a fresh `[rows, ff]`.
+pub(crate) fn swiglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
+    gate_up.apply_op1_no_bwd(&SwiGlu)
 }
 
 struct SwiGlu;
 
-impl InplaceOp2 for SwiGlu {
+impl CustomOp1 for SwiGlu {
     fn name(&self) -> &'static str {
         "readout-swiglu"
     }
 
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<()> {
-        let gate = f32_slice_mut(s1, l1, "swiglu gate")?;
-        let up = f32_slice(s2, l2, "swiglu up")?;
-        if gate.len() != up.len() || l1.dims() != l2.dims() {
-            candle_core::bail!("swiglu: gate {:?} and up {:?} differ", l1.dims(), l2.dims());
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let gate_up = f32_slice(s, l, "swiglu gate and up")?;
+        let (rows, both) = l.shape().dims2()?;
+        if both % 2 != 0 || both == 0 {
+            candle_core::bail!("swiglu: a row of gate and up has {both} values, not an even number");
         }
-        let width = l1.dims().last().copied().unwrap_or(1).max(1);
-        gate.par_chunks_mut(width).zip(up.par_chunks(width)).with_min_len(4).for_each(|(g, u)| {
+        let ff = both / 2;
+        let mut out = vec![0f32; rows * ff];
+        out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
             on_widest_simd(
                 #[inline(always)]
-                || swiglu_portable(g, u),
+                || swiglu_portable(o, &gu[..ff], &gu[ff..]),
             )
         });
-        Ok(())
+        Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
     }
 }
 
@@ -105,12 +105,12 @@ fn f32_slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> candle_co
 }
 
 #[inline(always)]
-fn swiglu_portable(g: &mut [f32], u: &[f32]) {
-    for (x, &up) in g.iter_mut().zip(u) {
+fn swiglu_portable(out: &mut [f32], g: &[f32], u: &[f32]) {
+    for ((o, &x), &up) in out.iter_mut().zip(g).zip(u) {
         // sigmoid(x) from e^-|x| (never overflows): 1/(1+e) for x >= 0, e/(1+e) below.
         let e = exp_nonpositive(-x.abs());
-        let num = if *x >= 0.0 { 1.0 } else { e };
-        *x = *x * (num / (1.0 + e)) * up;
+        let num = if x >= 0.0 { 1.0 } else { e };
+        *o = x * (num / (1.0 + e)) * up;
     }
 }
 
@@ -282,14 +282,16 @@ mod tests {
         let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
         let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
         let want = (candle_nn::ops::silu(&gate).unwrap() * &up).unwrap();
-        let got = swiglu(gate.copy().unwrap(), &up).unwrap();
+        let got = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
         let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
         assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
         // By hand: silu(0) = 0; silu(ln 3) = ln 3 * 3/4; silu(-ln 3) = -ln 3 * 1/4.
         let l3 = 3f32.ln();
         let gate = Tensor::new(&[[0f32, l3, -l3]], &Device::Cpu).unwrap();
         let up = Tensor::new(&[[5f32, 2.0, 2.0]], &Device::Cpu).unwrap();
-        let v: Vec<Vec<f32>> = swiglu(gate, &up).unwrap().to_vec2().unwrap();
+        let v: Vec<Vec<f32>> = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
+        // An odd row cannot be split into gate and up.
+        assert!(swiglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
         assert_eq!(v[0][0], 0.0);
         assert!((v[0][1] - l3 * 1.5).abs() < 1e-6 && (v[0][2] + l3 * 0.5).abs() < 1e-6);
     }

@@ -6,7 +6,7 @@
 //! whole run's prompt tree is scored: a pending node holds only its own tokens' keys and values.
 
 use candle_core::Tensor;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Keys and values of one layer, shaped `[kv_heads, tokens, head_dim]`.
 #[derive(Clone, Debug)]
@@ -27,6 +27,17 @@ pub(crate) struct Chunk {
 pub struct Prefix {
     pub(crate) chunks: Vec<Arc<Chunk>>,
     pub(crate) tokens: Vec<u32>,
+    /// The chunks joined into one tensor per layer, made when a pass asks for it (see
+    /// [`Prefix::layer_then`]); shared by the clones of this prefix.
+    joined: Arc<JoinedKv>,
+}
+
+/// A prefix's chunks joined, layer by layer as the forward pass reaches them.
+#[derive(Debug, Default)]
+struct JoinedKv {
+    layers: Mutex<Vec<Option<LayerKv>>>,
+    /// All layers joined: the one chunk a child of this prefix starts from.
+    whole: OnceLock<Arc<Chunk>>,
 }
 
 impl Prefix {
@@ -56,33 +67,85 @@ impl Prefix {
             && self.chunks.iter().zip(&other.chunks).all(|(a, b)| Arc::ptr_eq(a, b))
     }
 
-    /// Bytes of key/value storage this snapshot refers to (f32), shared chunks included.
+    /// Bytes of key/value storage this snapshot refers to (f32), shared chunks and the joined
+    /// copy included.
     pub fn bytes(&self) -> usize {
-        self.chunks.iter().flat_map(|c| c.layers.iter()).map(|l| (l.k.elem_count() + l.v.elem_count()) * 4).sum()
+        let size = |l: &LayerKv| (l.k.elem_count() + l.v.elem_count()) * 4;
+        let joined: usize = match self.joined.layers.lock() {
+            Ok(layers) => layers.iter().flatten().map(size).sum(),
+            Err(_) => 0,
+        };
+        self.chunks.iter().flat_map(|c| c.layers.iter()).map(size).sum::<usize>() + joined
     }
 
     /// This prefix followed by `tokens`, whose keys and values are `layers` (`[kv_heads, n, hd]`).
+    /// When this prefix's chunks have been joined (a GPU pass used it as a parent), the child
+    /// starts from the joined chunk: chains stay two chunks deep.
     pub(crate) fn push(&self, layers: Vec<LayerKv>, tokens: &[u32]) -> Prefix {
-        let mut chunks = self.chunks.clone();
+        let mut chunks = match self.joined.whole.get() {
+            Some(whole) => vec![whole.clone()],
+            None => self.chunks.clone(),
+        };
         if !tokens.is_empty() {
             chunks.push(Arc::new(Chunk { layers, len: tokens.len() }));
         }
         let mut all = self.tokens.clone();
         all.extend_from_slice(tokens);
-        Prefix { chunks, tokens: all }
+        Prefix { chunks, tokens: all, joined: Arc::default() }
     }
 
     /// Keys and values of layer `li` over the whole prefix followed by `k`, `v` (the new
     /// tokens'), in one concatenation: the attention of a pass needs exactly this.
-    pub(crate) fn layer_then(&self, li: usize, k: &Tensor, v: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    ///
+    /// With `join`, a prefix of several chunks joins them once per layer and keeps the result
+    /// (later passes on this prefix, and its children, start from it), so a pass concatenates
+    /// two pieces instead of the whole chain. On a GPU every piece is a kernel launch, and the
+    /// chains of a run's prompt tree are five to seven chunks deep; the price is one more copy
+    /// of a parent's keys and values while it or a child is alive. The values are the same
+    /// either way (a concatenation only copies).
+    pub(crate) fn layer_then(
+        &self,
+        li: usize,
+        k: &Tensor,
+        v: &Tensor,
+        join: bool,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
         if self.chunks.is_empty() {
             return Ok((k.clone(), v.clone()));
+        }
+        if join && self.chunks.len() > 1 {
+            let past = self.joined_layer(li)?;
+            return Ok((Tensor::cat(&[&past.k, k], 1)?, Tensor::cat(&[&past.v, v], 1)?));
         }
         let mut ks: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].k).collect();
         let mut vs: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].v).collect();
         ks.push(k);
         vs.push(v);
         Ok((Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?))
+    }
+
+    /// Layer `li` of this prefix's chunks joined into one (made on first use, then kept).
+    fn joined_layer(&self, li: usize) -> candle_core::Result<LayerKv> {
+        let n_layers = self.chunks.first().map_or(0, |c| c.layers.len());
+        let mut layers =
+            self.joined.layers.lock().map_err(|_| candle_core::Error::Msg("the KV cache lock was poisoned".into()))?;
+        if layers.len() < n_layers {
+            layers.resize(n_layers, None);
+        }
+        if let Some(Some(done)) = layers.get(li) {
+            return Ok(done.clone());
+        }
+        let ks: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].k).collect();
+        let vs: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].v).collect();
+        let joined = LayerKv { k: Tensor::cat(&ks, 1)?, v: Tensor::cat(&vs, 1)? };
+        if let Some(slot) = layers.get_mut(li) {
+            *slot = Some(joined.clone());
+        }
+        if layers.iter().all(Option::is_some) {
+            let whole = Chunk { layers: layers.iter().flatten().cloned().collect(), len: self.len() };
+            let _ = self.joined.whole.set(Arc::new(whole));
+        }
+        Ok(joined)
     }
 
     /// The snapshot of the first `keep` tokens (views; nothing is recomputed).
@@ -109,6 +172,6 @@ impl Prefix {
             }
             break;
         }
-        Ok(Prefix { chunks, tokens: self.tokens[..keep].to_vec() })
+        Ok(Prefix { chunks, tokens: self.tokens[..keep].to_vec(), joined: Arc::default() })
     }
 }

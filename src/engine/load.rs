@@ -365,12 +365,9 @@ fn build(
         let mut lin = |k: &str, shape: &[usize]| -> Result<Linear> {
             Ok(Linear::new(shaped(names(i, k), shape)?, matmul, device)?)
         };
-        let wq = lin(keys.q, &[q, d])?;
-        let wk = lin(keys.k, &[kv, d])?;
-        let wv = lin(keys.v, &[kv, d])?;
+        let wqkv = Linear::join(vec![lin(keys.q, &[q, d])?, lin(keys.k, &[kv, d])?, lin(keys.v, &[kv, d])?])?;
         let wo = lin(keys.o, &[d, q])?;
-        let w_gate = lin(keys.gate, &[ff, d])?;
-        let w_up = lin(keys.up, &[ff, d])?;
+        let w_gate_up = Linear::join(vec![lin(keys.gate, &[ff, d])?, lin(keys.up, &[ff, d])?])?;
         let w_down = lin(keys.down, &[d, ff])?;
         let mut vecw = |k: &str, n: usize| -> Result<Tensor> { Ok(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
@@ -379,7 +376,7 @@ fn build(
             Architecture::Qwen3 => (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?)),
             Architecture::Llama => (None, None),
         };
-        layers.push(Layer { attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down });
+        layers.push(Layer { attn_norm, wqkv, wo, q_norm, k_norm, ffn_norm, w_gate_up, w_down });
     }
     let (cos, sin) = Transformer::rope_tables(cfg, device)?;
     Ok(Transformer { cfg: cfg.clone(), embed, layers, norm, head, head_q, cos, sin, device: device.clone() })

@@ -84,6 +84,10 @@ pub struct Unit<'a> {
     pub parent: &'a Prefix,
     pub stem: &'a [u32],
     pub leaves: Vec<Suffix<'a>>,
+    /// Whether the caller goes on from this unit's prefix (computes more on top of it). When
+    /// false the stem's keys and values are not kept, and [`UnitOut::prefix`] is the parent: a
+    /// unit with only leaves below it saves the copies (on a GPU, two kernels a layer).
+    pub keep: bool,
 }
 
 /// What a unit gives back: the parent extended by the stem, and one readout per leaf.
@@ -180,8 +184,8 @@ impl Engine {
         let read = [5u32, 6];
         let leaves = [Suffix { tokens: &[7, 8], read: &read }, Suffix { tokens: &[9], read: &read }];
         let units = [
-            Unit { parent: &root, stem: &[10, 11], leaves: leaves.to_vec() },
-            Unit { parent: &other, stem: &[12], leaves: leaves[..1].to_vec() },
+            Unit { parent: &root, stem: &[10, 11], leaves: leaves.to_vec(), keep: true },
+            Unit { parent: &other, stem: &[12], leaves: leaves[..1].to_vec(), keep: true },
         ];
         for prune in [false, true] {
             self.pass_with(&units, HeadOptions { prune, trim: true })?;
@@ -289,7 +293,7 @@ impl Engine {
         self.check_context(parent.len() + tokens.len())?;
         let mut cur = parent.clone();
         for chunk in tokens.chunks(self.max_batch_tokens) {
-            let unit = Unit { parent: &cur, stem: chunk, leaves: vec![] };
+            let unit = Unit { parent: &cur, stem: chunk, leaves: vec![], keep: true };
             let out = self.pass(std::slice::from_ref(&unit))?;
             cur = out.into_iter().next().map(|o| o.prefix).unwrap_or_else(|| cur.clone());
         }
@@ -319,7 +323,7 @@ impl Engine {
                 total += suffixes[end].tokens.len();
                 end += 1;
             }
-            let unit = Unit { parent: prefix, stem: &[], leaves: suffixes[start..end].to_vec() };
+            let unit = Unit { parent: prefix, stem: &[], leaves: suffixes[start..end].to_vec(), keep: false };
             out.extend(self.pass_with(std::slice::from_ref(&unit), head)?.into_iter().flat_map(|o| o.readouts));
             start = end;
         }
@@ -402,7 +406,12 @@ impl Engine {
             return Ok(out);
         }
         let seg_lens: Vec<usize> = segs.iter().map(|g| g.tokens.len()).collect();
+        let past_chunks: usize = segs.iter().map(|g| g.past.chunks.len()).sum();
+        let started = std::time::Instant::now();
         let (hidden, new_kv) = self.model.forward(&segs)?;
+        // On a GPU the forward only queues its kernels; the head below waits for them. So the
+        // two times say whether a pass is bound by the host issuing kernels or by the device.
+        let queued = started.elapsed();
         drop(segs);
         if !head.trim {
             // What an untrimmed forward pays: the full head at every row (the values are the same
@@ -415,28 +424,72 @@ impl Engine {
                 out[i].readouts.push(r);
             }
         }
-        for &i in &busy {
-            let u = &units[i];
-            if u.stem.is_empty() {
-                continue;
-            }
-            let (si, at) = placed[i];
-            let n = u.stem.len();
-            let layers = new_kv[si]
-                .iter()
-                .map(|l| {
-                    if at == 0 && seg_lens[si] == n {
-                        Ok(l.clone())
-                    } else {
-                        Ok(kv::LayerKv {
-                            k: l.k.narrow(1, at, n)?.contiguous()?,
-                            v: l.v.narrow(1, at, n)?.contiguous()?,
-                        })
-                    }
-                })
-                .collect::<candle_core::Result<Vec<_>>>()?;
-            out[i].prefix = u.parent.push(layers, u.stem);
+        let read = started.elapsed();
+        // The kept stems' keys and values, `[kv_heads, n, hd]` each: one gather a layer for all
+        // of them (rows `(unit, head, token)`, each unit's block contiguous), not a copy a unit.
+        let rows_total: usize = seg_lens.iter().sum();
+        let mut seg_start = Vec::with_capacity(seg_lens.len());
+        let mut acc = 0;
+        for &n in &seg_lens {
+            seg_start.push(acc);
+            acc += n;
         }
+        let kept: Vec<(usize, usize, usize)> = busy
+            .iter()
+            .filter(|&&i| !units[i].stem.is_empty() && units[i].keep)
+            .map(|&i| (i, seg_start[placed[i].0] + placed[i].1, units[i].stem.len()))
+            .collect();
+        if let (Some(first), false) = (new_kv.first(), kept.is_empty()) {
+            let (kvh, _, hd) = first.k.dims3()?;
+            let whole = matches!(kept[..], [(_, 0, n)] if n == rows_total);
+            if whole {
+                // One unit is the whole pass: its keys and values as they are.
+                let i = kept[0].0;
+                out[i].prefix = units[i].parent.push(whole_pass_kv(&new_kv)?, units[i].stem);
+            } else {
+                let mut idx = Vec::with_capacity(kvh * kept.iter().map(|k| k.2).sum::<usize>());
+                for &(_, at, n) in &kept {
+                    for j in 0..kvh {
+                        idx.extend((0..n).map(|t| (j * rows_total + at + t) as u32));
+                    }
+                }
+                let idx = Tensor::from_slice(&idx, idx.len(), self.device())?;
+                let stems: Vec<(Tensor, Tensor)> = new_kv
+                    .iter()
+                    .map(|l| {
+                        Ok((
+                            l.k.reshape((kvh * rows_total, hd))?.index_select(&idx, 0)?,
+                            l.v.contiguous()?.reshape((kvh * rows_total, hd))?.index_select(&idx, 0)?,
+                        ))
+                    })
+                    .collect::<candle_core::Result<_>>()?;
+                let mut off = 0;
+                for &(i, _, n) in &kept {
+                    let layers = stems
+                        .iter()
+                        .map(|(k, v)| {
+                            Ok(kv::LayerKv {
+                                k: k.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
+                                v: v.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
+                            })
+                        })
+                        .collect::<candle_core::Result<Vec<_>>>()?;
+                    off += kvh * n;
+                    out[i].prefix = units[i].parent.push(layers, units[i].stem);
+                }
+            }
+        }
+        tracing::debug!(
+            units = busy.len(),
+            kept = kept.len(),
+            segments = seg_lens.len(),
+            past_chunks,
+            rows = seg_lens.iter().sum::<usize>(),
+            forward_queued_ms = queued.as_secs_f64() * 1e3,
+            read_ms = read.as_secs_f64() * 1e3,
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            "pass"
+        );
         Ok(out)
     }
 
@@ -500,9 +553,9 @@ impl Engine {
         let positions: Vec<u32> = (prefix.len()..prefix.len() + tokens.len()).map(|p| p as u32).collect();
         let mask = Transformer::stem_tree_mask(prefix.len(), tokens.len(), &[], self.device())?;
         let seg = model::Segment { past: prefix, tokens: tokens.to_vec(), positions, mask };
-        let (hidden, mut new_kv) = self.model.forward(std::slice::from_ref(&seg))?;
+        let (hidden, new_kv) = self.model.forward(std::slice::from_ref(&seg))?;
         let logits = self.model.head_at(&hidden, &[(tokens.len() - 1) as u32], None)?.squeeze(0)?.to_vec1()?;
-        Ok((prefix.push(new_kv.pop().unwrap_or_default(), tokens), logits))
+        Ok((prefix.push(whole_pass_kv(&new_kv)?, tokens), logits))
     }
 
     fn check_context(&self, tokens: usize) -> Result<()> {
@@ -523,6 +576,12 @@ fn group_units_default(device: &Device) -> Result<bool> {
         Ok("0") => Ok(false),
         Ok(other) => Err(Error::Config(format!("READOUT_GROUP_UNITS is `{other}`; expected 0 or 1"))),
     }
+}
+
+/// A pass's keys and values, kept whole for the one unit that is the whole pass. v is a view of
+/// the layer's joint q, k, v product: copied, so the cache holds v alone, not q and k with it.
+fn whole_pass_kv(new_kv: &[kv::LayerKv]) -> candle_core::Result<Vec<kv::LayerKv>> {
+    new_kv.iter().map(|l| Ok(kv::LayerKv { k: l.k.clone(), v: l.v.copy()? })).collect()
 }
 
 #[cfg(test)]

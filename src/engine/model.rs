@@ -69,11 +69,48 @@ impl Linear {
         }
     }
 
+    /// Projections of one input side by side along the output axis, as one product: for q, k
+    /// and v, and for gate and up. One matmul of `rows × (their outputs together)` in place of
+    /// several smaller ones: on a GPU fewer kernel launches, on a CPU fewer hand-offs between
+    /// threads. Each output element is the same sum as in its own product. Weights that keep a
+    /// quantised form (the quantised and auto paths) stay apart, and their products are put
+    /// side by side after.
+    pub(crate) fn join(parts: Vec<Linear>) -> candle_core::Result<Joined> {
+        let dense_only = parts.iter().all(|p| p.dense.is_some() && p.quant.is_none());
+        if !dense_only || parts.len() < 2 {
+            return Ok(Joined::Apart(parts));
+        }
+        let transposed = parts.iter().all(|p| p.transposed);
+        let dense: Vec<Tensor> = parts.into_iter().filter_map(|p| p.dense).collect();
+        // `[in, out]` on the CPU, `[out, in]` elsewhere: the output axis is 1 or 0.
+        let joined = Tensor::cat(&dense, if transposed { 1 } else { 0 })?;
+        Ok(Joined::One(Linear { dense: Some(joined), quant: None, transposed }))
+    }
+
     fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
         if self.transposed {
             super::project::project(&x.contiguous()?, w)
         } else {
             x.matmul(&w.t()?)
+        }
+    }
+}
+
+/// Projections of the same input computed as one ([`Linear::join`]).
+pub(crate) enum Joined {
+    One(Linear),
+    Apart(Vec<Linear>),
+}
+
+impl Joined {
+    /// `x [rows, in] -> [rows, out₁ + out₂ + …]`, the parts' outputs side by side.
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Joined::One(l) => l.forward(x),
+            Joined::Apart(parts) => {
+                let outs = parts.iter().map(|p| p.forward(x)).collect::<candle_core::Result<Vec<_>>>()?;
+                Tensor::cat(&outs, 1)
+            }
         }
     }
 }
@@ -101,15 +138,14 @@ impl LoadedWeight {
 
 pub(crate) struct Layer {
     pub attn_norm: Tensor,
-    pub wq: Linear,
-    pub wk: Linear,
-    pub wv: Linear,
+    /// q, k and v as one product: `[rows, (heads + 2·kv heads) · head_dim]`.
+    pub wqkv: Joined,
     pub wo: Linear,
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
     pub ffn_norm: Tensor,
-    pub w_gate: Linear,
-    pub w_up: Linear,
+    /// gate and up as one product: `[rows, 2 · intermediate]`.
+    pub w_gate_up: Joined,
     pub w_down: Linear,
 }
 
@@ -161,8 +197,15 @@ impl Transformer {
     /// prefix. The projections and the MLP run once over all rows together (one large matmul
     /// instead of many small ones); attention runs per segment against that segment's prefix
     /// under its mask. Returns the final-layer hidden states of all rows, segment after segment
-    /// (before the output norm), and each segment's new keys and values per layer.
-    pub(crate) fn forward(&self, segs: &[Segment<'_>]) -> candle_core::Result<(Tensor, Vec<Vec<LayerKv>>)> {
+    /// (before the output norm), and per layer the new keys and values of all rows,
+    /// `[kv_heads, rows, hd]`.
+    ///
+    /// With several segments, each layer puts q, k and v in segment order with one gather each
+    /// (rows `(segment, head, token)`, so that every segment's block is contiguous) and the
+    /// attention outputs back in token order with one more, instead of a copy per segment for
+    /// each: on a GPU every copy is a kernel launch, and the host's launches are what a pass
+    /// waits for. Gathers only copy, so the values are those of the per-segment copies.
+    pub(crate) fn forward(&self, segs: &[Segment<'_>]) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
         let cfg = &self.cfg;
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
@@ -191,23 +234,50 @@ impl Transformer {
             offsets.push(o);
             o += g.tokens.len();
         }
-        let mut new_kv: Vec<Vec<LayerKv>> = segs.iter().map(|_| Vec::with_capacity(self.layers.len())).collect();
+        let multi = segs.len() > 1;
+        // Rows of `[heads · S, hd]` in `(segment, head, token)` order, for `heads` heads.
+        let seg_order = |heads: usize| -> candle_core::Result<Tensor> {
+            let mut idx = Vec::with_capacity(heads * s);
+            for (g, &off) in segs.iter().zip(&offsets) {
+                for j in 0..heads {
+                    idx.extend((0..g.tokens.len()).map(|t| (j * s + off + t) as u32));
+                }
+            }
+            Tensor::from_slice(&idx, idx.len(), &self.device)
+        };
+        // And back: the row of `(segment, head, token)` order that holds token r's head j.
+        let token_order = || -> candle_core::Result<Tensor> {
+            let mut idx = vec![0u32; h * s];
+            for (g, &off) in segs.iter().zip(&offsets) {
+                let n = g.tokens.len();
+                for t in 0..n {
+                    for j in 0..h {
+                        idx[(off + t) * h + j] = (h * off + j * n + t) as u32;
+                    }
+                }
+            }
+            Tensor::from_vec(idx, h * s, &self.device)
+        };
+        let orders = if multi { Some((seg_order(h)?, seg_order(kvh)?, token_order()?)) } else { None };
+        let mut new_kv: Vec<LayerKv> = Vec::with_capacity(self.layers.len());
         for (li, layer) in self.layers.iter().enumerate() {
             let xn = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
-            let q = layer.wq.forward(&xn)?.reshape((s, h, hd))?;
-            let k = layer.wk.forward(&xn)?.reshape((s, kvh, hd))?;
-            let v = layer.wv.forward(&xn)?.reshape((s, kvh, hd))?;
+            // q, k and v of every row in one product, then heads first in one copy:
+            // `[heads + 2·kv heads, S, hd]`, whose q, k and v are contiguous slices.
+            let heads = layer.wqkv.forward(&xn)?.reshape((s, h + 2 * kvh, hd))?.transpose(0, 1)?.contiguous()?;
+            let q = heads.narrow(0, 0, h)?;
+            let k = heads.narrow(0, h, kvh)?;
+            let v = heads.narrow(0, h + kvh, kvh)?; // [kvh, S, hd]
             let q = match &layer.q_norm {
-                Some(w) => candle_nn::ops::rms_norm(&q.contiguous()?, w, eps)?,
+                Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
                 None => q,
             };
             let k = match &layer.k_norm {
-                Some(w) => candle_nn::ops::rms_norm(&k.contiguous()?, w, eps)?,
+                Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
                 None => k,
             };
             // [1, heads, S, hd] for the rope kernels.
-            let q = q.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
-            let k = k.transpose(0, 1)?.contiguous()?.unsqueeze(0)?;
+            let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
             let (q, k) = match cfg.rope_style {
                 RopeStyle::Interleaved => {
                     (candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?, candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?)
@@ -216,39 +286,59 @@ impl Transformer {
                     (candle_nn::rotary_emb::rope(&q, &cos, &sin)?, candle_nn::rotary_emb::rope(&k, &cos, &sin)?)
                 }
             };
-            let q = q.squeeze(0)?; // [h, S, hd]
+            // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for
+            // every segment of the pass, instead of each segment's scores.
+            let q = if cpu { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
             let k = k.squeeze(0)?; // [kvh, S, hd]
-            let v = v.transpose(0, 1)?.contiguous()?; // [kvh, S, hd]
+                                   // q, k and v with every segment's block contiguous (see above).
+            let by_seg = match &orders {
+                Some((qo, kvo, _)) => Some((
+                    q.reshape((h * s, hd))?.index_select(qo, 0)?,
+                    k.reshape((kvh * s, hd))?.index_select(kvo, 0)?,
+                    v.reshape((kvh * s, hd))?.index_select(kvo, 0)?,
+                )),
+                None => None,
+            };
             let mut outs = Vec::with_capacity(segs.len());
             for (gi, g) in segs.iter().enumerate() {
                 let (off, n) = (offsets[gi], g.tokens.len());
-                let (qg, kg, vg) = if segs.len() == 1 {
-                    (q.clone(), k.clone(), v.clone())
-                } else {
-                    (q.narrow(1, off, n)?, k.narrow(1, off, n)?.contiguous()?, v.narrow(1, off, n)?.contiguous()?)
+                // Grouped-query attention without repeating K/V: the query heads of a group
+                // folded into the row dimension, `[kvh, group·n, hd]`.
+                let (qg, kg, vg) = match &by_seg {
+                    Some((qs, ks, vs)) => (
+                        qs.narrow(0, h * off, h * n)?.reshape((kvh, group * n, hd))?,
+                        ks.narrow(0, kvh * off, kvh * n)?.reshape((kvh, n, hd))?,
+                        vs.narrow(0, kvh * off, kvh * n)?.reshape((kvh, n, hd))?,
+                    ),
+                    None => (q.reshape((kvh, group * n, hd))?, k.clone(), v.clone()),
                 };
-                let (k_all, v_all) = g.past.layer_then(li, &kg, &vg)?;
+                let (k_all, v_all) = g.past.layer_then(li, &kg, &vg, !cpu)?;
                 let t = k_all.dim(1)?;
-                // Grouped-query attention without repeating K/V: fold the query heads of a
-                // group into the row dimension.
-                let qg = qg.contiguous()?.reshape((kvh, group * n, hd))?;
-                let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?; // unscaled
+                let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?; // scaled on GPUs (q), not on CPU
                 let att = if cpu {
                     super::fused::masked_softmax(att, &g.mask, scale as f32)?
                 } else {
-                    candle_nn::ops::softmax_last_dim(&(att * scale)?.broadcast_add(&masks[gi])?)?
+                    candle_nn::ops::softmax_last_dim(&att.broadcast_add(&masks[gi])?)?
                 };
                 let out = att.reshape((kvh, group * n, t))?.matmul(&v_all)?; // [kvh, group*n, hd]
-                outs.push(out.reshape((h, n, hd))?.transpose(0, 1)?.reshape((n, h * hd))?);
-                new_kv[gi].push(LayerKv { k: kg, v: vg });
+                outs.push(out.reshape((h * n, hd))?); // rows (head, token)
             }
-            let out = Tensor::cat(&outs, 0)?;
+            new_kv.push(LayerKv { k, v });
+            let out = match &orders {
+                // Segment after segment, then every token's heads side by side: `[S, h·hd]`.
+                Some((_, _, back)) => Tensor::cat(&outs, 0)?.index_select(back, 0)?.reshape((s, h * hd))?,
+                None => Tensor::cat(&outs, 0)?.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?,
+            };
             let out = layer.wo.forward(&out)?;
             x = (x + out)?;
             let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
-            let gate = layer.w_gate.forward(&xn)?;
-            let up = layer.w_up.forward(&xn)?;
-            let act = if cpu { super::fused::swiglu(gate, &up)? } else { (candle_nn::ops::silu(&gate)? * up)? };
+            let gate_up = layer.w_gate_up.forward(&xn)?; // [S, 2·ff]
+            let act = if cpu {
+                super::fused::swiglu(&gate_up)?
+            } else {
+                let ff = gate_up.dim(1)? / 2;
+                (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?
+            };
             let ff = layer.w_down.forward(&act)?;
             x = (x + ff)?;
         }
@@ -340,6 +430,29 @@ impl Transformer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joined_projections_equal_the_parts_side_by_side() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let x = Tensor::randn(0f32, 1., (7, 24), &dev)?;
+        let ws: Vec<Tensor> =
+            [16, 8, 8].iter().map(|&o| Tensor::randn(0f32, 1., (o, 24), &dev)).collect::<Result<_, _>>()?;
+        let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), MatmulPath::Dense, &dev);
+        let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
+        let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;
+        let joined = Linear::join(ws.iter().map(lin).collect::<Result<_, _>>()?)?;
+        assert!(matches!(joined, Joined::One(_)), "dense weights are joined into one product");
+        let got = joined.forward(&x)?.to_vec2::<f32>()?;
+        for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        // A single row (the path that multiplies it as two) gives the first row of the above.
+        let one = joined.forward(&x.narrow(0, 0, 1)?)?.to_vec2::<f32>()?;
+        for (a, b) in one[0].iter().zip(&want[0]) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        Ok(())
+    }
 
     #[test]
     fn tree_mask_shapes_and_visibility() {
