@@ -362,13 +362,11 @@ fn build(
     };
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
-        let mut lin = |k: &str, shape: &[usize]| -> Result<Linear> {
-            Ok(Linear::new(shaped(names(i, k), shape)?, matmul, device)?)
-        };
-        let wqkv = Linear::join(vec![lin(keys.q, &[q, d])?, lin(keys.k, &[kv, d])?, lin(keys.v, &[kv, d])?])?;
-        let wo = lin(keys.o, &[d, q])?;
-        let w_gate_up = Linear::join(vec![lin(keys.gate, &[ff, d])?, lin(keys.up, &[ff, d])?])?;
-        let w_down = lin(keys.down, &[d, ff])?;
+        let mut w = |k: &str, shape: &[usize]| shaped(names(i, k), shape);
+        let wqkv = Linear::join(vec![w(keys.q, &[q, d])?, w(keys.k, &[kv, d])?, w(keys.v, &[kv, d])?], matmul, device)?;
+        let wo = Linear::new(w(keys.o, &[d, q])?, matmul, device)?;
+        let w_gate_up = Linear::join(vec![w(keys.gate, &[ff, d])?, w(keys.up, &[ff, d])?], matmul, device)?;
+        let w_down = Linear::new(w(keys.down, &[d, ff])?, matmul, device)?;
         let mut vecw = |k: &str, n: usize| -> Result<Tensor> { Ok(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
         let ffn_norm = vecw(keys.ffn_norm, d)?;

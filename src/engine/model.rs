@@ -24,16 +24,15 @@ pub enum MatmulPath {
 
 /// A weight matrix `[out, in]` in the forms the chosen path needs.
 pub(crate) struct Linear {
-    /// f32: `[out, in]` on a GPU; transposed, `[in, out]`, on the CPU (see `project.rs`).
+    /// f32: `[out, in]` on a GPU; on the CPU in panels of 64 outputs (see `project.rs`).
     dense: Option<Tensor>,
     quant: Option<QMatMul>,
-    /// Whether `dense` is transposed (CPU).
-    transposed: bool,
+    /// The number of outputs, when `dense` is in panels (CPU).
+    panels_out: Option<usize>,
 }
 
 impl Linear {
     pub(crate) fn new(w: LoadedWeight, path: MatmulPath, device: &Device) -> candle_core::Result<Self> {
-        let transposed = device.is_cpu();
         let (dense, quant) = match w {
             LoadedWeight::Dense(t) => (Some(t.to_dtype(DType::F32)?), None),
             LoadedWeight::Quant(q) => {
@@ -48,11 +47,14 @@ impl Linear {
                 (dense, quant)
             }
         };
-        let dense = match dense {
-            Some(w) if transposed => Some(w.t()?.contiguous()?),
-            other => other,
-        };
-        Ok(Linear { dense, quant, transposed })
+        match dense {
+            Some(w) if device.is_cpu() => {
+                super::project::read_panels_in_place();
+                let out = w.dim(0)?;
+                Ok(Linear { dense: Some(super::project::pack(&w)?), quant, panels_out: Some(out) })
+            }
+            dense => Ok(Linear { dense, quant, panels_out: None }),
+        }
     }
 
     /// `x [rows, in] -> [rows, out]`. A single row is multiplied as two (the copy dropped):
@@ -75,23 +77,21 @@ impl Linear {
     /// threads. Each output element is the same sum as in its own product. Weights that keep a
     /// quantised form (the quantised and auto paths) stay apart, and their products are put
     /// side by side after.
-    pub(crate) fn join(parts: Vec<Linear>) -> candle_core::Result<Joined> {
-        let dense_only = parts.iter().all(|p| p.dense.is_some() && p.quant.is_none());
-        if !dense_only || parts.len() < 2 {
+    pub(crate) fn join(ws: Vec<LoadedWeight>, path: MatmulPath, device: &Device) -> candle_core::Result<Joined> {
+        let keeps_quant = path != MatmulPath::Dense && ws.iter().any(|w| matches!(w, LoadedWeight::Quant(_)));
+        if keeps_quant || ws.len() < 2 {
+            let parts = ws.into_iter().map(|w| Linear::new(w, path, device)).collect::<candle_core::Result<_>>()?;
             return Ok(Joined::Apart(parts));
         }
-        let transposed = parts.iter().all(|p| p.transposed);
-        let dense: Vec<Tensor> = parts.into_iter().filter_map(|p| p.dense).collect();
-        // `[in, out]` on the CPU, `[out, in]` elsewhere: the output axis is 1 or 0.
-        let joined = Tensor::cat(&dense, if transposed { 1 } else { 0 })?;
-        Ok(Joined::One(Linear { dense: Some(joined), quant: None, transposed }))
+        let dense = ws.into_iter().map(|w| w.into_dense(device)).collect::<candle_core::Result<Vec<_>>>()?;
+        let joined = Tensor::cat(&dense, 0)?; // [out₁ + out₂ + …, in]
+        Ok(Joined::One(Linear::new(LoadedWeight::Dense(joined), path, device)?))
     }
 
     fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
-        if self.transposed {
-            super::project::project(&x.contiguous()?, w)
-        } else {
-            x.matmul(&w.t()?)
+        match self.panels_out {
+            Some(out) => super::project::project(&x.contiguous()?, w, out),
+            None => x.matmul(&w.t()?),
         }
     }
 }
@@ -440,7 +440,8 @@ mod tests {
         let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), MatmulPath::Dense, &dev);
         let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
         let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;
-        let joined = Linear::join(ws.iter().map(lin).collect::<Result<_, _>>()?)?;
+        let loaded = ws.iter().map(|w| LoadedWeight::Dense(w.clone())).collect();
+        let joined = Linear::join(loaded, MatmulPath::Dense, &dev)?;
         assert!(matches!(joined, Joined::One(_)), "dense weights are joined into one product");
         let got = joined.forward(&x)?.to_vec2::<f32>()?;
         for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {

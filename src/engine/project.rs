@@ -1,25 +1,56 @@
-//! The CPU projections `x · Wᵀ` (q, k, v, o, gate, up, down) through `gemm` directly, with the
-//! weight as gemm's left operand.
+//! The CPU projections `x · Wᵀ` (q/k/v, o, gate/up, down) over weights laid out once, at load,
+//! in panels of 64 output columns.
 //!
-//! Why it is ours: candle hands `gemm` the activations as the left operand, stored by rows. For
-//! such an operand `gemm` packs the whole of it on the calling thread before any worker starts,
-//! and candle zero-fills every output first; on the readout's passes (about a thousand rows
-//! against weights of 576 to 3072 columns) those two serial steps left one of two cores idle a
-//! tenth of the run. Here the weight is kept transposed (`[in, out]`, once at load), so that for
-//! `gemm` it is a column-major left operand, which it packs inside the parallel workers; the
-//! product is written straight into a fresh buffer (`gemm` writes every element, so nothing is
-//! zeroed first). The sums per output element run over the input dimension in the same order
-//! as before.
+//! Why it is ours: a matmul library packs the weight into its kernel's layout on every call.
+//! At the size of a single prompt (about a hundred rows against weights of 576 to 3072 columns)
+//! that repacking was a sixth of the time. Here the weight is stored as `[panels, in, 64]`: for
+//! `gemm`, each panel is a 64-column left operand already in the layout it would pack it into,
+//! so it reads it as it is. The panels (and, for long passes, blocks of rows) are shared out
+//! among the threads, each panel a single-threaded `gemm` call. Every output element is summed
+//! over the input dimension in the same order as one whole `gemm` product gives (the tests
+//! check equality bit for bit), so no probability changes, whatever the thread count.
 
 use super::fused::f32_slice;
-use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp2, Device, Layout, Shape, Tensor};
+use rayon::prelude::*;
 
-/// `x [rows, in] · wt [in, out] -> [rows, out]` on CPU, both f32.
-pub(crate) fn project(x: &Tensor, wt: &Tensor) -> candle_core::Result<Tensor> {
-    x.apply_op2_no_bwd(wt, &Project)
+/// Output columns per panel: gemm's f32 AVX-512 kernel is 64 wide (four vectors of 16).
+pub(crate) const PANEL: usize = 64;
+
+/// The most rows one gemm call takes (see `cpu_fwd`).
+const MAX_BLOCK_ROWS: usize = 64;
+
+/// `w [out, in]` as panels `[ceil(out / 64), in, 64]` on the CPU, the last panel zero-padded.
+pub(crate) fn pack(w: &Tensor) -> candle_core::Result<Tensor> {
+    let (out, k) = w.dims2()?;
+    let w = w.to_dtype(candle_core::DType::F32)?.to_device(&Device::Cpu)?.contiguous()?;
+    let rows: Vec<f32> = w.flatten_all()?.to_vec1()?;
+    let panels = out.div_ceil(PANEL);
+    let mut p = vec![0f32; panels * k * PANEL];
+    for (o, row) in rows.chunks_exact(k).enumerate() {
+        let (pi, j) = (o / PANEL, o % PANEL);
+        let base = pi * k * PANEL + j;
+        for (kk, &v) in row.iter().enumerate() {
+            p[base + kk * PANEL] = v;
+        }
+    }
+    Tensor::from_vec(p, (panels, k, PANEL), &Device::Cpu)
 }
 
-struct Project;
+/// `x [rows, in] · W [out, in]ᵀ -> [rows, out]` on CPU, W given as [`pack`] made it.
+pub(crate) fn project(x: &Tensor, panels: &Tensor, out: usize) -> candle_core::Result<Tensor> {
+    x.apply_op2_no_bwd(panels, &Project { out })
+}
+
+struct Project {
+    out: usize,
+}
+
+/// The output buffer, written by the tasks at disjoint places.
+struct Dst(*mut f32);
+// SAFETY: each task writes only its own panel's columns of its own rows (see `cpu_fwd`).
+unsafe impl Send for Dst {}
+unsafe impl Sync for Dst {}
 
 impl CustomOp2 for Project {
     fn name(&self) -> &'static str {
@@ -34,20 +65,87 @@ impl CustomOp2 for Project {
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let x = f32_slice(s1, l1, "projection activations")?;
-        let wt = f32_slice(s2, l2, "projection weights")?;
+        let w = f32_slice(s2, l2, "projection weights")?;
         let (rows, k) = l1.shape().dims2()?;
-        let (k2, out) = l2.shape().dims2()?;
-        if k != k2 || k == 0 {
-            candle_core::bail!("projection: activations [{rows}, {k}] do not match weights [{k2}, {out}]");
+        let (panels, k2, width) = l2.shape().dims3()?;
+        let out = self.out;
+        if k != k2 || k == 0 || width != PANEL || out == 0 || out.div_ceil(PANEL) != panels {
+            candle_core::bail!(
+                "projection: activations [{rows}, {k}] do not match weights of {out} outputs in panels [{panels}, {k2}, {width}]"
+            );
         }
+        if rows == 0 {
+            return Ok((CpuStorage::F32(Vec::new()), Shape::from((0, out))));
+        }
+        // Tasks: every panel times blocks of at most 64 rows (evenly cut, so none is a single
+        // row). gemm sums a block of up to 64 rows in one order whatever its size; past that its
+        // blocking changes, and a token's numbers would depend on the rows sharing its pass.
+        // Neither the cut nor the sums depend on the thread count.
+        let blocks = rows.div_ceil(MAX_BLOCK_ROWS);
         let mut dst: Vec<f32> = Vec::with_capacity(rows * out);
-        let threads = candle_core::utils::get_num_threads();
-        let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-        // SAFETY: dst has room for rows * out elements; gemm's m = out, n = rows, k = k, with
-        // element (i, j) of dst at j * out + i (row j of the product), of lhs (the weight, i-th
-        // output, kk-th input) at kk * out + i, of rhs (x transposed) at j * k + kk: all in
-        // bounds of the slices above. With read_dst false and k > 0 gemm writes every element
-        // of dst before the length is set.
+        let d = Dst(dst.as_mut_ptr());
+        (0..panels * blocks).into_par_iter().for_each(|t| {
+            let (pi, bi) = (t / blocks, t % blocks);
+            let (r0, r1) = (rows * bi / blocks, rows * (bi + 1) / blocks);
+            let cols = (out - pi * PANEL).min(PANEL);
+            let d = &d;
+            // SAFETY: dst has room for rows * out elements; this task writes element (i, j) of
+            // its product, output column pi*64 + i of row r0 + j, at (r0 + j) * out + pi*64 + i,
+            // for i < cols and j < r1 - r0: inside dst, and no other task writes there. The lhs
+            // (the panel, element (i, kk) at kk * 64 + i) and the rhs (x transposed, element
+            // (kk, j) at j * k + kk) lie inside the slices above. With read_dst false and k > 0
+            // gemm writes every element of its block, so all of dst is written before the
+            // length is set.
+            unsafe {
+                gemm::gemm(
+                    cols,
+                    r1 - r0,
+                    k,
+                    d.0.add(r0 * out + pi * PANEL),
+                    out as isize,
+                    1,
+                    false,
+                    w.as_ptr().add(pi * k * PANEL),
+                    PANEL as isize,
+                    1,
+                    x.as_ptr().add(r0 * k),
+                    k as isize,
+                    1,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        });
+        // SAFETY: every element was written above.
+        unsafe { dst.set_len(rows * out) };
+        Ok((CpuStorage::F32(dst), Shape::from((rows, out))))
+    }
+}
+
+/// A panel is already in the layout gemm packs its left operand into: tell gemm not to pack it
+/// again on a single thread (the default packs it once a pass has more than 48 rows). It only
+/// changes where gemm reads from, never a sum. Set once, before the first projection.
+pub(crate) fn read_panels_in_place() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| gemm::set_lhs_packing_threshold_single_thread(usize::MAX / (4 * PANEL)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole_gemm(x: &Tensor, w: &Tensor) -> candle_core::Result<Vec<f32>> {
+        // One gemm product over the whole weight, as the engine computed before panels.
+        let (rows, k) = x.dims2()?;
+        let out = w.dim(0)?;
+        let wt: Vec<f32> = w.t()?.contiguous()?.flatten_all()?.to_vec1()?;
+        let xs: Vec<f32> = x.flatten_all()?.to_vec1()?;
+        let mut dst = vec![0f32; rows * out];
+        // SAFETY: the same index arithmetic as in `cpu_fwd`, over whole, owned buffers.
         unsafe {
             gemm::gemm(
                 out,
@@ -60,7 +158,7 @@ impl CustomOp2 for Project {
                 wt.as_ptr(),
                 out as isize,
                 1,
-                x.as_ptr(),
+                xs.as_ptr(),
                 k as isize,
                 1,
                 0.0,
@@ -68,38 +166,52 @@ impl CustomOp2 for Project {
                 false,
                 false,
                 false,
-                parallelism,
+                gemm::Parallelism::Rayon(2),
             );
-            dst.set_len(rows * out);
         }
-        Ok((CpuStorage::F32(dst), Shape::from((rows, out))))
+        Ok(dst)
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use candle_core::Device;
 
     #[test]
     fn equals_a_hand_computed_product() -> candle_core::Result<()> {
         // x = [[1, 2], [3, 4], [5, 6]], W = [[1, 0], [0, 1], [1, 1]] ([out=3, in=2]).
         let x = Tensor::new(&[[1f32, 2.], [3., 4.], [5., 6.]], &Device::Cpu)?;
         let w = Tensor::new(&[[1f32, 0.], [0., 1.], [1., 1.]], &Device::Cpu)?;
-        let y = project(&x, &w.t()?.contiguous()?)?;
+        let y = project(&x, &pack(&w)?, 3)?;
         assert_eq!(y.to_vec2::<f32>()?, vec![vec![1., 2., 3.], vec![3., 4., 7.], vec![5., 6., 11.]]);
         Ok(())
     }
 
     #[test]
-    fn equals_candles_matmul_on_projection_shapes() -> candle_core::Result<()> {
-        for (rows, k, out) in [(2, 576, 960), (37, 576, 1536), (300, 1536, 576), (1030, 64, 48)] {
+    fn equals_one_whole_product() -> candle_core::Result<()> {
+        read_panels_in_place();
+        for (rows, k, out) in
+            [(2, 576, 960), (37, 576, 1536), (110, 576, 576), (300, 1536, 576), (1030, 64, 48), (257, 96, 130)]
+        {
             let x = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?;
             let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
-            let ours = project(&x, &w.t()?.contiguous()?)?.to_vec2::<f32>()?;
-            let theirs = x.matmul(&w.t()?)?.to_vec2::<f32>()?;
-            for (a, b) in ours.iter().flatten().zip(theirs.iter().flatten()) {
+            let ours: Vec<f32> = project(&x, &pack(&w)?, out)?.flatten_all()?.to_vec1()?;
+            for (a, b) in ours.iter().zip(&whole_gemm(&x, &w)?) {
                 assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b} at {rows}x{k}x{out}");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_row_gets_the_same_bits_in_any_pass() -> candle_core::Result<()> {
+        // What the engine needs: a token's numbers do not depend on how many rows share its
+        // pass, nor on the thread count (the split into tasks does not depend on it).
+        read_panels_in_place();
+        for (k, out) in [(576, 960), (1536, 576), (3072, 1024)] {
+            let x = Tensor::randn(0f32, 1., (1030, k), &Device::Cpu)?;
+            let w = pack(&Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?)?;
+            let first = |rows: usize| -> candle_core::Result<Vec<f32>> {
+                project(&x.narrow(0, 0, rows)?, &w, out)?.narrow(0, 0, 2)?.flatten_all()?.to_vec1()
+            };
+            let want = first(2)?;
+            for rows in [3, 7, 37, 64, 65, 110, 129, 300, 1030] {
+                assert_eq!(first(rows)?, want, "first rows of a {rows}-row pass, {k} -> {out}");
             }
         }
         Ok(())
@@ -108,8 +220,9 @@ mod tests {
     #[test]
     fn mismatched_shapes_are_an_error() -> candle_core::Result<()> {
         let x = Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu)?;
-        let wt = Tensor::zeros((4, 5), candle_core::DType::F32, &Device::Cpu)?;
-        assert!(project(&x, &wt).is_err());
+        let w = pack(&Tensor::zeros((4, 5), candle_core::DType::F32, &Device::Cpu)?)?;
+        assert!(project(&x, &w, 4).is_err());
+        assert!(project(&Tensor::zeros((2, 5), candle_core::DType::F32, &Device::Cpu)?, &w, 70).is_err());
         Ok(())
     }
 }
