@@ -6,9 +6,9 @@
 //! that repacking was a sixth of the time. Here the weight is stored as `[panels, in, 64]`: for
 //! `gemm`, each panel is a 64-column left operand already in the layout it would pack it into,
 //! so it reads it as it is. The panels (and, for long passes, blocks of rows) are shared out
-//! among the threads, each panel a single-threaded `gemm` call. Every output element is summed
-//! over the input dimension in the same order as one whole `gemm` product gives (the tests
-//! check equality bit for bit), so no probability changes, whatever the thread count.
+//! among the threads, each panel and block of at most 64 rows a single-threaded `gemm` call. A
+//! row's sums then depend neither on how many rows share its pass nor on the thread count (the
+//! tests check it bit for bit); against one whole `gemm` product they differ by rounding only.
 
 use super::fused::f32_slice;
 use candle_core::{CpuStorage, CustomOp2, Device, Layout, Shape, Tensor};
