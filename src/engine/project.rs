@@ -27,13 +27,14 @@ pub(crate) fn pack(w: &Tensor) -> candle_core::Result<Tensor> {
     let rows: Vec<f32> = w.flatten_all()?.to_vec1()?;
     let panels = out.div_ceil(PANEL);
     let mut p = vec![0f32; panels * k * PANEL];
-    for (o, row) in rows.chunks_exact(k).enumerate() {
-        let (pi, j) = (o / PANEL, o % PANEL);
-        let base = pi * k * PANEL + j;
-        for (kk, &v) in row.iter().enumerate() {
-            p[base + kk * PANEL] = v;
+    // Panel by panel, on all threads: loading a model packs every weight once.
+    p.par_chunks_mut(k * PANEL).zip(rows.par_chunks(k * PANEL)).for_each(|(panel, ws)| {
+        for (j, row) in ws.chunks_exact(k).enumerate() {
+            for (kk, &v) in row.iter().enumerate() {
+                panel[kk * PANEL + j] = v;
+            }
         }
-    }
+    });
     Tensor::from_vec(p, (panels, k, PANEL), &Device::Cpu)
 }
 
