@@ -129,6 +129,9 @@ fn run_prefill(a: PrefillArgs) -> Result<i32> {
         let text = v["prompt"].as_str().with_context(|| format!("{}:{}: no `prompt`", a.prompts.display(), i + 1))?;
         let n = v["letters"].as_array().map(|l| l.len()).unwrap_or(0);
         let tokens = engine.tokenizer().encode(text)?;
+        if tokens.is_empty() {
+            anyhow::bail!("{}:{}: field `prompt`: empty, so there is nothing to compute; give the rendered prompt (`readout prompts` writes them)", a.prompts.display(), i + 1);
+        }
         let letters = engine.answer_tokens(text, &tokens, n)?;
         prompts.push(BenchPrompt { id: v["id"].as_str().unwrap_or_default().to_string(), tokens, letters });
     }

@@ -439,20 +439,16 @@ impl Engine {
             .filter(|&&i| !units[i].stem.is_empty() && units[i].keep)
             .map(|&i| (i, seg_start[placed[i].0] + placed[i].1, units[i].stem.len()))
             .collect();
-        if let (Some(first), false) = (new_kv.first(), kept.is_empty()) {
-            let (kvh, _, hd) = first.k.dims3()?;
-            let whole = matches!(kept[..], [(_, 0, n)] if n == rows_total);
-            if whole {
-                // One unit is the whole pass: its keys and values as they are.
-                let i = kept[0].0;
+        match (new_kv.first(), &kept[..]) {
+            (None, _) | (_, []) => {}
+            // One unit is the whole pass: its keys and values as they are.
+            (_, &[(i, 0, n)]) if n == rows_total => {
                 out[i].prefix = units[i].parent.push(whole_pass_kv(&new_kv)?, units[i].stem);
-            } else {
-                let mut idx = Vec::with_capacity(kvh * kept.iter().map(|k| k.2).sum::<usize>());
-                for &(_, at, n) in &kept {
-                    for j in 0..kvh {
-                        idx.extend((0..n).map(|t| (j * rows_total + at + t) as u32));
-                    }
-                }
+            }
+            (Some(first), _) => {
+                let (kvh, _, hd) = first.k.dims3()?;
+                let blocks: Vec<(usize, usize)> = kept.iter().map(|&(_, at, n)| (at, n)).collect();
+                let idx = model::block_head_rows(&blocks, kvh, rows_total);
                 let idx = Tensor::from_slice(&idx, idx.len(), self.device())?;
                 let stems: Vec<(Tensor, Tensor)> = new_kv
                     .iter()
@@ -484,7 +480,7 @@ impl Engine {
             kept = kept.len(),
             segments = seg_lens.len(),
             past_chunks,
-            rows = seg_lens.iter().sum::<usize>(),
+            rows = rows_total,
             forward_queued_ms = queued.as_secs_f64() * 1e3,
             read_ms = read.as_secs_f64() * 1e3,
             total_ms = started.elapsed().as_secs_f64() * 1e3,

@@ -74,7 +74,8 @@ impl Linear {
     /// Projections of one input side by side along the output axis, as one product: for q, k
     /// and v, and for gate and up. One matmul of `rows × (their outputs together)` in place of
     /// several smaller ones: on a GPU fewer kernel launches, on a CPU fewer hand-offs between
-    /// threads. Each output element is the same sum as in its own product. Weights that keep a
+    /// threads. Each output element is the same sum as in its own product, up to rounding
+    /// (the CPU's panels of 64 outputs can fall differently). Weights that keep a
     /// quantised form (the quantised and auto paths) stay apart, and their products are put
     /// side by side after.
     pub(crate) fn join(ws: Vec<LoadedWeight>, path: MatmulPath, device: &Device) -> candle_core::Result<Joined> {
@@ -113,6 +114,20 @@ impl Joined {
             }
         }
     }
+}
+
+/// Row indices into a `[heads · rows, hd]` view of a `[heads, rows, hd]` tensor that gather the
+/// `(start, len)` blocks of rows, each with all its heads: rows in `(block, head, row)` order,
+/// so that every block comes out as a contiguous `[heads, len, hd]`. One gather in place of a
+/// copy per block (the pass's segments, or the stems it keeps).
+pub(crate) fn block_head_rows(blocks: &[(usize, usize)], heads: usize, rows: usize) -> Vec<u32> {
+    let mut idx = Vec::with_capacity(heads * blocks.iter().map(|b| b.1).sum::<usize>());
+    for &(start, len) in blocks {
+        for j in 0..heads {
+            idx.extend((0..len).map(|t| (j * rows + start + t) as u32));
+        }
+    }
+    idx
 }
 
 /// A tensor as it came out of the file.
@@ -235,14 +250,9 @@ impl Transformer {
             o += g.tokens.len();
         }
         let multi = segs.len() > 1;
-        // Rows of `[heads · S, hd]` in `(segment, head, token)` order, for `heads` heads.
+        let blocks: Vec<(usize, usize)> = segs.iter().zip(&offsets).map(|(g, &off)| (off, g.tokens.len())).collect();
         let seg_order = |heads: usize| -> candle_core::Result<Tensor> {
-            let mut idx = Vec::with_capacity(heads * s);
-            for (g, &off) in segs.iter().zip(&offsets) {
-                for j in 0..heads {
-                    idx.extend((0..g.tokens.len()).map(|t| (j * s + off + t) as u32));
-                }
-            }
+            let idx = block_head_rows(&blocks, heads, s);
             Tensor::from_slice(&idx, idx.len(), &self.device)
         };
         // And back: the row of `(segment, head, token)` order that holds token r's head j.
@@ -290,7 +300,8 @@ impl Transformer {
             // every segment of the pass, instead of each segment's scores.
             let q = if cpu { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
             let k = k.squeeze(0)?; // [kvh, S, hd]
-                                   // q, k and v with every segment's block contiguous (see above).
+
+            // q, k and v with every segment's block contiguous (see above).
             let by_seg = match &orders {
                 Some((qo, kvo, _)) => Some((
                     q.reshape((h * s, hd))?.index_select(qo, 0)?,

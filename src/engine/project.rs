@@ -98,25 +98,13 @@ impl CustomOp2 for Project {
             // gemm writes every element of its block, so all of dst is written before the
             // length is set.
             unsafe {
-                gemm::gemm(
-                    cols,
-                    r1 - r0,
-                    k,
+                product(
+                    (cols, r1 - r0, k),
                     d.0.add(r0 * out + pi * PANEL),
-                    out as isize,
-                    1,
-                    false,
+                    out,
                     w.as_ptr().add(pi * k * PANEL),
-                    PANEL as isize,
-                    1,
+                    PANEL,
                     x.as_ptr().add(r0 * k),
-                    k as isize,
-                    1,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
                     gemm::Parallelism::None,
                 );
             }
@@ -125,6 +113,45 @@ impl CustomOp2 for Project {
         unsafe { dst.set_len(rows * out) };
         Ok((CpuStorage::F32(dst), Shape::from((rows, out))))
     }
+}
+
+/// `dst = lhs · rhs` through gemm for `(m, n, k)`, every operand with unit row stride: `dst`
+/// element (i, j) at `j * dst_cs + i`, `lhs` (i, kk) at `kk * lhs_cs + i`, `rhs` (kk, j) at
+/// `j * k + kk` (rows of the activations). Nothing is read from `dst`; every element is written.
+///
+/// # Safety
+/// Every element those formulas reach, for i < m, j < n, kk < k, must lie in its buffer, and
+/// `dst`'s elements must not be written by anything else meanwhile.
+unsafe fn product(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut f32,
+    dst_cs: usize,
+    lhs: *const f32,
+    lhs_cs: usize,
+    rhs: *const f32,
+    parallelism: gemm::Parallelism,
+) {
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        dst_cs as isize,
+        1,
+        false,
+        lhs,
+        lhs_cs as isize,
+        1,
+        rhs,
+        k as isize,
+        1,
+        0.0,
+        1.0,
+        false,
+        false,
+        false,
+        parallelism,
+    );
 }
 
 /// A panel is already in the layout gemm packs its left operand into: tell gemm not to pack it
@@ -148,27 +175,7 @@ mod tests {
         let mut dst = vec![0f32; rows * out];
         // SAFETY: the same index arithmetic as in `cpu_fwd`, over whole, owned buffers.
         unsafe {
-            gemm::gemm(
-                out,
-                rows,
-                k,
-                dst.as_mut_ptr(),
-                out as isize,
-                1,
-                false,
-                wt.as_ptr(),
-                out as isize,
-                1,
-                xs.as_ptr(),
-                k as isize,
-                1,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::Rayon(2),
-            );
+            product((out, rows, k), dst.as_mut_ptr(), out, wt.as_ptr(), out, xs.as_ptr(), gemm::Parallelism::Rayon(2));
         }
         Ok(dst)
     }
