@@ -255,12 +255,20 @@ def cmd_run(args):
         "prompts": len(prompts),
         "prompt_tokens": sum(len(t) for t in toks),
         "tokens_evaluated": evaluated,
+        "peak_rss_bytes": peak_rss_bytes(),
         "per_prompt": [{"id": p["id"], "letter_logits": l} for p, l in zip(prompts, logits)],
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
     print(f"llama.cpp: {len(prompts)} prompts in {wall:.1f} s ({evaluated} tokens evaluated)")
+
+
+def peak_rss_bytes():
+    """This process's peak resident memory (Python and llama.cpp together), as Readout records its own."""
+    import resource
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib if sys.platform == "darwin" else kib * 1024
 
 
 def cmd_bench(args):

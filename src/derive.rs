@@ -70,7 +70,7 @@ impl WeightType {
     /// number of blocks (such a matrix cannot be stored in this encoding).
     pub fn matrix_bytes(self, rows: u64, row_len: u64) -> Option<u64> {
         let (n, b) = self.block();
-        (row_len % n == 0).then(|| rows * row_len / n * b)
+        row_len.is_multiple_of(n).then(|| rows * row_len / n * b)
     }
 }
 
@@ -331,7 +331,7 @@ pub fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -138,6 +138,47 @@ fn tune_cuda(_dev: &Device) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Bytes of memory free on a CUDA device, as the driver reports them; `None` elsewhere.
+#[cfg(feature = "cuda")]
+pub fn free_memory(dev: &Device) -> Option<u64> {
+    use candle_core::cuda_backend::cudarc::driver::result;
+    let Device::Cuda(d) = dev else { return None };
+    d.cuda_stream().context().bind_to_thread().ok()?;
+    result::mem_get_info().ok().map(|(free, _total)| free as u64)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn free_memory(_dev: &Device) -> Option<u64> {
+    None
+}
+
+/// The most bytes allocated at once on a CUDA device so far (the stream-ordered pool's high-water
+/// mark, which holds every tensor candle makes there); `None` elsewhere.
+#[cfg(feature = "cuda")]
+pub fn peak_memory(dev: &Device) -> Option<u64> {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    let Device::Cuda(d) = dev else { return None };
+    let ctx = d.cuda_stream().context().clone();
+    ctx.bind_to_thread().ok()?;
+    let mut high: u64 = 0;
+    // SAFETY: the device handle comes from the live context; the attribute is a u64.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(ctx.cu_device()).ok()?;
+        result::mem_pool::get_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            (&mut high as *mut u64).cast(),
+        )
+        .ok()?;
+    }
+    Some(high)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn peak_memory(_dev: &Device) -> Option<u64> {
+    None
+}
+
 /// The GPU's name as the driver reports it (e.g. `NVIDIA H200`).
 #[cfg(feature = "cuda")]
 fn cuda_name(dev: &Device) -> Option<String> {

@@ -14,6 +14,7 @@ pub mod evalset;
 pub mod hash;
 pub mod levers;
 pub mod math;
+pub mod memory;
 pub mod metrics;
 pub mod plan;
 pub mod prompt;

@@ -44,6 +44,18 @@ pub struct ModelRecord {
     pub architecture: String,
     pub quantisation: String,
     pub parameters: u64,
+    /// How the weights were held: `native` (the file's encoding) or `f32` (expanded at load;
+    /// files written before the field).
+    #[serde(default = "f32_name")]
+    pub weights: String,
+    /// What the weights were multiplied with: `f32` activations, or the integer kernel's
+    /// `int16` or `int8` ones (`engine::ModelInfo::activations`).
+    #[serde(default = "f32_name")]
+    pub activations: String,
+}
+
+fn f32_name() -> String {
+    "f32".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -129,6 +141,13 @@ pub struct Timing {
     pub model_load_seconds: f64,
     pub rows_per_second: f64,
     pub mean_row_seconds: f64,
+    /// The process's peak resident memory when the file was written (`memory::peak_rss`);
+    /// absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// The GPU's peak allocated memory, on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_device_bytes: Option<u64>,
 }
 
 /// One ordering of a row as scored.
@@ -348,27 +367,29 @@ pub fn unused_path(path: &Path) -> std::path::PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it (`PATH.tmp`, its folder
-/// created), flushed to disk, then renamed over it. A reader, or a process killed at any moment,
-/// sees the old file or the new one, never half of one. A `PATH.tmp` left by a killed writer is
-/// replaced by the next write to `PATH`.
+/// Write `bytes` to `path` atomically: a temporary file beside it with a name unique to this
+/// writer (`.NAME.XXXXXX.tmp`, its folder created), flushed to disk, then renamed over it. A
+/// reader, or a process killed at any moment, sees the old file or the new one, never half of one;
+/// two writers of the same path (threads or processes) never share a temporary file, and the last
+/// rename wins whole. A write that fails removes its temporary file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
     {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     // The rename itself on disk too (power loss); a folder that cannot be opened is not an error.
     #[cfg(unix)]
-    if let Ok(d) = std::fs::File::open(path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))) {
+    if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())
@@ -392,5 +413,26 @@ mod tests {
         assert_eq!(super::unused_path(&p), dir.path().join("run-2.json"));
         std::fs::write(dir.path().join("run-2.json"), "x").unwrap();
         assert_eq!(super::unused_path(&p), dir.path().join("run-3.json"));
+    }
+
+    #[test]
+    fn two_writers_of_one_path_both_succeed_and_leave_one_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sets").join("set.jsonl");
+        let texts: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'a' + i; 64 * 1024]).collect();
+        std::thread::scope(|s| {
+            for t in &texts {
+                let p = &p;
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        super::write_atomic(p, t).unwrap();
+                    }
+                });
+            }
+        });
+        let got = std::fs::read(&p).unwrap();
+        assert!(texts.contains(&got), "the file is not one writer's bytes");
+        let left: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, ["set.jsonl"], "temporary files left behind");
     }
 }

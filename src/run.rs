@@ -650,6 +650,8 @@ struct ResultBase {
     config: RunConfig,
     shots: ShotRecord,
     model_load_seconds: f64,
+    /// The engine's device, for its peak memory.
+    device: candle_core::Device,
 }
 
 impl ResultBase {
@@ -677,6 +679,8 @@ impl ResultBase {
                 architecture: info.architecture.as_str().into(),
                 quantisation: info.quantisation.clone(),
                 parameters: info.parameters,
+                weights: info.weights.as_str().into(),
+                activations: info.activations.into(),
             },
             eval_set: EvalSetRecord {
                 name: set.name.clone(),
@@ -693,6 +697,7 @@ impl ResultBase {
                 alternate: shots.1.iter().map(|&i| rows[i].id.clone()).collect(),
             },
             model_load_seconds,
+            device: engine.device().clone(),
         })
     }
 
@@ -735,6 +740,8 @@ impl ResultBase {
                 model_load_seconds: self.model_load_seconds,
                 rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
                 mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
+                peak_rss_bytes: crate::memory::peak_rss(),
+                peak_device_bytes: crate::device::peak_memory(&self.device),
             },
             rows: done.values().cloned().collect(),
         }

@@ -6,7 +6,7 @@
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix, Unit};
+use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix, Unit, WeightsMode};
 use std::path::PathBuf;
 
 fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
@@ -44,7 +44,7 @@ fn test_device() -> DeviceRequest {
 }
 
 fn load(path: &std::path::Path, matmul: MatmulPath) -> Engine {
-    let e = Engine::load(path, &LoadOptions { device: test_device(), matmul }).unwrap();
+    let e = Engine::load(path, &LoadOptions { device: test_device(), matmul, ..Default::default() }).unwrap();
     if test_device() != DeviceRequest::Cpu {
         eprintln!("engine test on {}", e.info().device);
     }
@@ -167,6 +167,42 @@ fn every_gguf_tensor_type_loads_and_agrees_with_f32() {
             let r = e.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &vocab }]).unwrap().remove(0).logits;
             let err = r.iter().zip(&reference).map(|(a, b)| (a - b).powi(2)).sum::<f32>().sqrt() / norm;
             assert!(err < bound, "{format} {matmul:?}: relative error {err}");
+        }
+    }
+}
+
+#[test]
+fn native_weights_agree_with_the_same_file_expanded_to_f32() {
+    // One file, its weights held in their encoding (multiplied by the integer kernel where the
+    // CPU has it, decoded to f32 panels where not) and expanded to f32 at load: 16-bit
+    // activations stay within rounding of the f32 path, 8-bit ones within a few percent.
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = test_device() == DeviceRequest::Cpu;
+    for format in ["f16", "bf16", "q8_0", "q6_k", "q4_k", "q4_1", "q4_0"] {
+        let path = tiny(Architecture::Qwen3, format, &dir);
+        let with = |weights, int8_activations| {
+            let opts = LoadOptions { device: test_device(), weights, int8_activations, ..Default::default() };
+            Engine::load(&path, &opts).unwrap()
+        };
+        let f32e = with(WeightsMode::F32, false);
+        assert_eq!((f32e.info().weights, f32e.info().activations), (WeightsMode::F32, "f32"));
+        let ids = f32e.tokenizer().encode(PROMPT).unwrap();
+        let vocab: Vec<u32> = (0..f32e.info().config.vocab_size as u32).collect();
+        let logits =
+            |e: &Engine| e.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &vocab }]).unwrap().remove(0).logits;
+        let reference = logits(&f32e);
+        let mean = reference.iter().sum::<f32>() / reference.len() as f32;
+        let norm = reference.iter().map(|x| (x - mean).powi(2)).sum::<f32>().sqrt();
+        for (int8, bound) in [(false, if cpu { 1e-3 } else { 0.05 }), (true, 0.05)] {
+            let e = with(WeightsMode::Native, int8);
+            assert_eq!(e.info().weights, WeightsMode::Native);
+            let err = logits(&e).iter().zip(&reference).map(|(a, b)| (a - b).powi(2)).sum::<f32>().sqrt() / norm;
+            let tag = format!("{format} native, {} activations", e.info().activations);
+            assert!(err < bound, "{tag}: relative error {err}");
+            if cpu && ["f16", "bf16", "q6_k"].contains(&format) {
+                // Not a 32-block encoding of the integer kernel: decoded to f32, the same bits.
+                assert_eq!((e.info().activations, err), ("f32", 0.0), "{tag}");
+            }
         }
     }
 }

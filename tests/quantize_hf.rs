@@ -10,7 +10,11 @@ use std::path::Path;
 const PROMPT: &str = "<|im_start|>system\nAnswer with a letter.<|im_end|>\n<|im_start|>user\nText:\nThe lenses were ordered but not fitted yet (3 of 12).\n\nQuestion: Fitted?\n\nOptions:\nA. Yes\nB. No\nC. Unsure\n<|im_end|>\n<|im_start|>assistant\n";
 
 fn load(path: &Path) -> Engine {
-    Engine::load(path, &LoadOptions { device: readout::device::DeviceRequest::Cpu, matmul: MatmulPath::Dense }).unwrap()
+    Engine::load(
+        path,
+        &LoadOptions { device: readout::device::DeviceRequest::Cpu, matmul: MatmulPath::Dense, ..Default::default() },
+    )
+    .unwrap()
 }
 
 /// Logits of the whole vocabulary and of the letters A, B, C after [`PROMPT`].

@@ -143,26 +143,21 @@ impl SetProblem {
 /// authored144 ships inside the app, so an installed app can run it without a checkout.
 const BUNDLED_SET: (&str, &str) = ("authored144.jsonl", include_str!("../../bench/evalsets/authored144.jsonl"));
 
-/// The bundled eval set as a file in the app's data folder (written once), so a result file can
-/// name it and its hash like any other set.
-fn bundled_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) -> Option<PathBuf> {
-    use tauri::Manager;
-    let dir = app.path().app_data_dir().ok()?.join("evalsets");
-    let path = dir.join(BUNDLED_SET.0);
+/// The bundled eval set as a file in the app's data folder (written when missing or changed), so
+/// a result file can name it and its hash like any other set. Two callers at once are safe: each
+/// writes its own temporary file and renames it into place.
+fn bundled_set(data_dir: &Path) -> readout::Result<PathBuf> {
+    let path = data_dir.join("evalsets").join(BUNDLED_SET.0);
     if std::fs::read_to_string(&path).ok().as_deref() != Some(BUNDLED_SET.1) {
-        std::fs::create_dir_all(&dir).ok()?;
-        readout::results::write_atomic(&path, BUNDLED_SET.1.as_bytes()).ok()?;
+        readout::results::write_atomic(&path, BUNDLED_SET.1.as_bytes())?;
     }
-    Some(path)
+    Ok(path)
 }
 
 /// The eval sets beside the bench folder (`../evalsets/*.jsonl`), then the bundled authored144
 /// when that folder does not have it. A set that cannot be read is listed with its error.
 #[tauri::command]
-pub fn list_eval_sets<R: tauri::Runtime>(
-    app: tauri::AppHandle<R>,
-    state: State<'_, AppState>,
-) -> Res<Vec<EvalSetEntry>> {
+pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
     let bench = state.settings().bench_dir;
     let dir = bench.parent().map(|p| p.join("evalsets")).unwrap_or_else(|| PathBuf::from("bench/evalsets"));
     let mut out = Vec::new();
@@ -173,7 +168,16 @@ pub fn list_eval_sets<R: tauri::Runtime>(
     };
     files.retain(|p| p.extension().map(|x| x == "jsonl").unwrap_or(false));
     if !files.iter().any(|p| p.file_name().map(|n| n == BUNDLED_SET.0).unwrap_or(false)) {
-        files.extend(bundled_set(&app));
+        match bundled_set(&state.data_dir) {
+            Ok(p) => files.push(p),
+            // Listed with its error, so the window says why the bundled set cannot be run.
+            Err(e) => out.push(EvalSetEntry {
+                name: "authored144".into(),
+                rows: 0,
+                path: state.data_dir.join("evalsets").join(BUNDLED_SET.0),
+                error: Some(SetProblem::of(&e)),
+            }),
+        }
     }
     for p in files {
         let entry = match EvalSet::load(&p, &LoadOptions::default()) {

@@ -13,8 +13,10 @@ pub fn run() {
         .plugin(tauri_plugin_dialog::init())
         .setup(|app| {
             use tauri::Manager;
-            let dir = app.path().app_config_dir().unwrap_or_else(|_| std::env::temp_dir().join("readout"));
-            app.manage(state::AppState::new(dir.join("settings.json")));
+            let fallback = || std::env::temp_dir().join("readout");
+            let config = app.path().app_config_dir().unwrap_or_else(|_| fallback());
+            let data = app.path().app_data_dir().unwrap_or_else(|_| fallback());
+            app.manage(state::AppState::new(config.join("settings.json"), data));
             Ok(())
         })
         .invoke_handler(commands::handler())

@@ -57,6 +57,9 @@ pub fn default_bench_dir() -> PathBuf {
 /// The app's state, shared by every command.
 pub struct AppState {
     pub settings_path: PathBuf,
+    /// The app's own data folder (the bundled eval set is written here): the platform's app data
+    /// folder in the app, a temporary one in tests.
+    pub data_dir: PathBuf,
     pub settings: Mutex<Settings>,
     pub engine: Mutex<Option<(PathBuf, Arc<Engine>)>>,
     pub cancel: Arc<AtomicBool>,
@@ -64,14 +67,16 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Read the settings file, or start from the defaults.
-    pub fn new(settings_path: PathBuf) -> Self {
+    /// Read the settings file, or start from the defaults; `data_dir` is where the app keeps its
+    /// own files.
+    pub fn new(settings_path: PathBuf, data_dir: PathBuf) -> Self {
         let settings = std::fs::read_to_string(&settings_path)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         AppState {
             settings_path,
+            data_dir,
             settings: Mutex::new(settings),
             engine: Mutex::new(None),
             cancel: Arc::new(AtomicBool::new(false)),
@@ -89,7 +94,7 @@ impl AppState {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
-        std::fs::write(&self.settings_path, text).map_err(|e| format!("{}: {e}", self.settings_path.display()))?;
+        readout::results::write_atomic(&self.settings_path, text.as_bytes()).map_err(|e| e.to_string())?;
         if let Ok(mut cur) = self.settings.lock() {
             *cur = s;
         }
@@ -111,8 +116,8 @@ impl AppState {
             std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         }
         let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
-        let engine =
-            Engine::load(&path, &LoadOptions { device, matmul: MatmulPath::Dense }).map_err(|e| e.to_string())?;
+        let engine = Engine::load(&path, &LoadOptions { device, matmul: MatmulPath::Dense, ..Default::default() })
+            .map_err(|e| e.to_string())?;
         let engine = Arc::new(engine);
         *held = Some((path, engine.clone()));
         Ok(engine)

@@ -30,7 +30,7 @@ fn app() -> App {
     let set = std::fs::read_to_string(repo().join("bench/evalsets/authored144.jsonl")).unwrap();
     let first: Vec<&str> = set.lines().take(12).collect();
     std::fs::write(dir.path().join("bench/evalsets/small.jsonl"), first.join("\n")).unwrap();
-    let state = AppState::new(dir.path().join("settings.json"));
+    let state = AppState::new(dir.path().join("config").join("settings.json"), dir.path().join("data"));
     state
         .save_settings(Settings {
             bench_dir: bench.clone(),
@@ -44,7 +44,11 @@ fn app() -> App {
         .invoke_handler(readout_app_lib::commands::handler())
         .build(tauri::generate_context!("tauri.conf.json"))
         .unwrap();
-    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+    // The webview keeps its data in the test's folder too, not in the user's app data folder.
+    let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .data_directory(dir.path().join("webview"))
+        .build()
+        .unwrap();
     App { _dir: dir, _app: app, webview, bench }
 }
 
@@ -53,8 +57,12 @@ fn candle_core_dtype() -> candle_core::quantized::GgmlDType {
 }
 
 fn call(app: &App, cmd: &str, body: Value) -> Result<Value, Value> {
+    call_on(&app.webview, cmd, body)
+}
+
+fn call_on(webview: &WebviewWindow<tauri::test::MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
     get_ipc_response(
-        &app.webview,
+        webview,
         InvokeRequest {
             cmd: cmd.into(),
             callback: tauri::ipc::CallbackFn(0),
@@ -266,12 +274,48 @@ fn cancel_mid_run_gives_a_valid_partial_file() {
 fn settings_persist_between_launches() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config").join("settings.json");
-    let first = AppState::new(path.clone());
+    let data = dir.path().join("data");
+    let first = AppState::new(path.clone(), data.clone());
     let s = Settings { threads: Some(2), device: "cpu".into(), bench_dir: dir.path().join("b"), ..Default::default() };
     first.save_settings(s.clone()).unwrap();
     drop(first);
-    assert_eq!(AppState::new(path).settings(), s);
+    assert_eq!(AppState::new(path, data.clone()).settings(), s);
     // No file yet: the defaults, with a bench folder that is absolute.
-    let fresh = AppState::new(dir.path().join("none.json")).settings();
+    let fresh = AppState::new(dir.path().join("none.json"), data).settings();
     assert!(fresh.bench_dir.is_absolute(), "{}", fresh.bench_dir.display());
+}
+
+#[test]
+fn the_bundled_set_is_written_once_whole_when_many_windows_list_at_once() {
+    let app = app();
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let webview = app.webview.clone();
+            std::thread::spawn(move || call_on(&webview, "list_eval_sets", json!({})).unwrap())
+        })
+        .collect();
+    let sets: Vec<Value> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    for listed in &sets {
+        let names: Vec<&str> = listed.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["authored144", "small"], "{listed}");
+        assert_eq!(listed[0]["rows"], 144, "{listed}");
+    }
+    // Written into the app's own data folder, never the user's.
+    let data = app.bench.parent().unwrap().parent().unwrap().join("data").join("evalsets");
+    let left: Vec<_> = std::fs::read_dir(&data).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left, ["authored144.jsonl"]);
+}
+
+#[test]
+fn a_bundled_set_that_cannot_be_written_is_listed_with_why() {
+    let app = app();
+    // The data folder's place is taken by a file: the set cannot be written there.
+    let data = app.bench.parent().unwrap().parent().unwrap().join("data");
+    std::fs::write(&data, "not a folder").unwrap();
+    let sets = call(&app, "list_eval_sets", json!({})).unwrap();
+    let entry = &sets[0];
+    assert_eq!(entry["name"], "authored144", "{sets}");
+    assert_eq!(entry["rows"], 0);
+    let message = entry["error"]["message"].as_str().unwrap();
+    assert!(message.contains("data"), "{message}");
 }

@@ -13,7 +13,7 @@ mod score;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use readout::device::DeviceRequest;
-use readout::engine::{Engine, LoadOptions, MatmulPath};
+use readout::engine::{Engine, LoadOptions, MatmulPath, WeightsMode};
 use std::path::PathBuf;
 
 /// Decide rubric criteria with a small local language model by reading the answer-letter logits.
@@ -97,9 +97,15 @@ pub struct ModelArgs {
     /// Where to run: auto, cpu, cuda or metal.
     #[arg(long, default_value = "auto", value_parser = clap::value_parser!(DeviceRequest))]
     pub device: DeviceRequest,
-    /// Matmul kernels: dense (f32, dequantised at load), quantized, or auto (quantised for single-token steps).
+    /// Matmul kernels: dense (our panels; f32 arithmetic), quantized (candle's quantised kernels), or auto (quantised for single-token steps).
     #[arg(long, default_value = "dense", value_parser = parse_matmul)]
     pub matmul: MatmulPath,
+    /// How weights sit in memory: native (the file's encoding, decoded as the kernels multiply), f32 (expanded at load), or auto (native on the CPU and Metal; on CUDA when f32 would take over half the free memory).
+    #[arg(long, default_value = "auto")]
+    pub weights: WeightsMode,
+    /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 16-bit: faster on CPUs with AVX-512 VNNI, and the answers move (bench/README.md measures how far).
+    #[arg(long)]
+    pub int8_activations: bool,
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
@@ -122,8 +128,16 @@ impl ModelArgs {
             std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         }
         let path = self.model.clone().unwrap_or_else(readout::default_model_path);
-        let engine = Engine::load(&path, &LoadOptions { device: self.device, matmul: self.matmul })
-            .with_context(|| format!("loading model {}", path.display()))?;
+        let engine = Engine::load(
+            &path,
+            &LoadOptions {
+                device: self.device,
+                matmul: self.matmul,
+                weights: self.weights,
+                int8_activations: self.int8_activations,
+            },
+        )
+        .with_context(|| format!("loading model {}", path.display()))?;
         Ok(engine)
     }
 }

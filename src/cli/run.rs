@@ -102,6 +102,19 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
                 ))
                 .into());
             }
+            // So are the weights' form and the activations' width.
+            let info = engine.info();
+            if (r.model.weights.as_str(), r.model.activations.as_str()) != (info.weights.as_str(), info.activations) {
+                let int8 = if r.model.activations == "int8" { " --int8-activations" } else { "" };
+                return Err(readout::Error::Config(format!(
+                    "{} was run with {} weights and {} activations; resume it with --weights {}{int8}",
+                    p.display(),
+                    r.model.weights,
+                    r.model.activations,
+                    r.model.weights,
+                ))
+                .into());
+            }
             config = r.config.clone();
             Some(r)
         }

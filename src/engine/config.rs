@@ -101,10 +101,10 @@ impl ModelConfig {
         if !(self.rms_eps.is_finite() && self.rms_eps >= 0.0) {
             return Err(format!("the RMS norm epsilon is {}; it must be a number ≥ 0", self.rms_eps));
         }
-        if self.num_heads % self.num_kv_heads != 0 {
+        if !self.num_heads.is_multiple_of(self.num_kv_heads) {
             return Err(format!("{} heads do not divide into {} KV heads", self.num_heads, self.num_kv_heads));
         }
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             return Err(format!("head_dim {} is odd; RoPE needs pairs", self.head_dim));
         }
         Ok(())

@@ -145,7 +145,7 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
         let offset_at = r.pos;
         let offset = r.u64(&|| at("'s offset"))?;
         let block = dtype.block_size() as u64;
-        if elements % block != 0 {
+        if !elements.is_multiple_of(block) {
             return Err(Error::BadTensor {
                 path: path.to_path_buf(),
                 tensor: name.clone(),

@@ -3,10 +3,12 @@
 //! `tokenizer_config.json`, safetensors). Every failure names the file and says what to do.
 
 use super::config::{Architecture, ModelConfig, RopeStyle};
-use super::model::{Layer, Linear, LoadedWeight, MatmulPath, Transformer};
+pub(crate) use super::model::Hold;
+use super::model::{Layer, Linear, LoadedWeight, MatmulPath, Table, Transformer};
+use super::weights::Encoded;
 use crate::error::{Error, Result};
 use candle_core::quantized::{gguf_file, QMatMul};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,15 +44,24 @@ pub(crate) struct GgufVocab {
 }
 
 /// Load any supported model: a `.gguf` file or a Hugging Face directory.
-pub(crate) fn load(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
+pub(crate) fn load(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     if !path.exists() {
         return Err(Error::ModelMissing { path: path.to_path_buf(), hint: missing_hint(path) });
     }
     if path.is_dir() {
-        load_hf(path, device)
+        load_hf(path, device, hold)
     } else {
-        load_gguf(path, device, matmul)
+        load_gguf(path, device, hold)
     }
+}
+
+/// A model file mapped read-only.
+fn map(path: &Path) -> Result<super::weights::Mapped> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: the map is read-only and private to this process; a file changed under us while
+    // it is mapped is the user's to avoid, as with every mmap-based loader (llama.cpp's too).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    Ok(Arc::new(map))
 }
 
 fn missing_hint(path: &Path) -> String {
@@ -66,19 +77,11 @@ fn corrupt(path: &Path, detail: impl std::fmt::Display) -> Error {
     Error::CorruptGguf { path: path.to_path_buf(), detail: detail.to_string() }
 }
 
-/// A candle error in one line: without the backtrace candle attaches when `RUST_BACKTRACE` is set.
-fn candle_message(e: &candle_core::Error) -> String {
-    let mut e = e;
-    while let candle_core::Error::WithBacktrace { inner, .. } = e {
-        e = inner;
-    }
-    e.to_string().lines().next().unwrap_or_default().to_string()
-}
-
-fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded> {
-    // Our bounded reader checks the header and that every tensor lies inside the file, so the
-    // tensor reads below (candle's) never see a length the file does not back.
-    let (mut file, content) = super::gguf::open(path)?;
+fn load_gguf(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
+    // Our bounded reader checks the header and that every tensor lies inside the file; the
+    // tensors are then views of the mapped file (checked again as they are made).
+    let (_, content) = super::gguf::open(path)?;
+    let mapped = map(path)?;
     let cfg = gguf_config(&content, path)?;
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
@@ -91,16 +94,27 @@ fn load_gguf(path: &Path, device: &Device, matmul: MatmulPath) -> Result<Loaded>
             tensor: name.to_string(),
             detail: "not in the file".into(),
         })?;
-        let q = info
-            .read(&mut file, content.tensor_data_offset, device)
-            .map_err(|e| corrupt(path, format!("reading tensor `{name}`: {}", candle_message(&e))))?;
-        Ok(LoadedWeight::Quant(Arc::new(q)))
+        let (rows, cols) = match info.shape.dims() {
+            [n] => (1, *n),
+            [r, c] => (*r, *c),
+            dims => {
+                return Err(Error::BadTensor {
+                    path: path.to_path_buf(),
+                    tensor: name.to_string(),
+                    detail: format!("has {} dimensions ({dims:?}); a weight has one or two", dims.len()),
+                })
+            }
+        };
+        let offset = usize::try_from(content.tensor_data_offset + info.offset).unwrap_or(usize::MAX);
+        let e = Encoded::new(mapped.clone(), offset, info.ggml_dtype, rows, cols)
+            .map_err(|d| corrupt(path, format!("tensor `{name}`: {d}")))?;
+        Ok(LoadedWeight::Encoded(e))
     };
     let names = |i: usize, k: &str| format!("blk.{i}.{k}.weight");
     let model = build(
         &cfg,
         device,
-        matmul,
+        hold,
         path,
         &mut get,
         "token_embd.weight",
@@ -315,7 +329,7 @@ const HF_KEYS: BlockKeys = BlockKeys {
 fn build(
     cfg: &ModelConfig,
     device: &Device,
-    matmul: MatmulPath,
+    hold: Hold,
     path: &Path,
     get: &mut dyn FnMut(&str) -> Result<LoadedWeight>,
     embed_name: &str,
@@ -342,10 +356,14 @@ fn build(
         }
         Ok(w)
     };
+    let (matmul, native) = (hold.matmul, hold.native);
+    let hold = &hold;
     // The quantised head, when the quantised path is asked for and the file has one.
     let quant_of = |w: &LoadedWeight| -> Result<Option<QMatMul>> {
         match (matmul, w) {
-            (MatmulPath::Quantized, LoadedWeight::Quant(q)) => Ok(Some(QMatMul::from_arc(q.clone())?)),
+            (MatmulPath::Quantized, LoadedWeight::Encoded(e)) => {
+                Ok(Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?))
+            }
             _ => Ok(None),
         }
     };
@@ -353,20 +371,21 @@ fn build(
     let norm = shaped(norm_name.to_string(), &[d])?.into_dense(device)?;
     let (head, head_q, embed) = if cfg.tie_embeddings {
         let q = quant_of(&embed_w)?;
-        let e = embed_w.into_dense(device)?;
+        let e = Arc::new(Table::new(embed_w, native, device)?);
         (e.clone(), q, e)
     } else {
         let hw = shaped(head_name.to_string(), &[cfg.vocab_size, d])?;
         let q = quant_of(&hw)?;
-        (hw.into_dense(device)?, q, embed_w.into_dense(device)?)
+        (Arc::new(Table::new(hw, native, device)?), q, Arc::new(Table::new(embed_w, native, device)?))
     };
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let mut w = |k: &str, shape: &[usize]| shaped(names(i, k), shape);
-        let wqkv = Linear::join(vec![w(keys.q, &[q, d])?, w(keys.k, &[kv, d])?, w(keys.v, &[kv, d])?], matmul, device)?;
-        let wo = Linear::new(w(keys.o, &[d, q])?, matmul, device)?;
-        let w_gate_up = Linear::join(vec![w(keys.gate, &[ff, d])?, w(keys.up, &[ff, d])?], matmul, device)?;
-        let w_down = Linear::new(w(keys.down, &[d, ff])?, matmul, device)?;
+        let qkv = vec![w(keys.q, &[q, d])?, w(keys.k, &[kv, d])?, w(keys.v, &[kv, d])?];
+        let wqkv = Linear::join(qkv, hold, device)?;
+        let wo = Linear::new(w(keys.o, &[d, q])?, hold, device)?;
+        let w_gate_up = Linear::join(vec![w(keys.gate, &[ff, d])?, w(keys.up, &[ff, d])?], hold, device)?;
+        let w_down = Linear::new(w(keys.down, &[d, ff])?, hold, device)?;
         let mut vecw = |k: &str, n: usize| -> Result<Tensor> { Ok(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
         let ffn_norm = vecw(keys.ffn_norm, d)?;
@@ -467,26 +486,54 @@ pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
-    let (cfg, _) = hf_config(dir)?;
+fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
+    let (cfg, torch_dtype) = hf_config(dir)?;
     let files = safetensors_files(dir)?;
-    // SAFETY: the files are mapped read-only; a file changed under us while loading is the
-    // user's to avoid, as with every mmap-based loader.
-    let st = unsafe { candle_core::safetensors::MmapedSafetensors::multi(&files) }
-        .map_err(|e| Error::BadModelConfig { path: dir.to_path_buf(), detail: format!("reading safetensors: {e}") })?;
-    let mut get = |name: &str| -> Result<LoadedWeight> {
-        let t = st.load(name, device).map_err(|e| Error::BadTensor {
-            path: dir.to_path_buf(),
-            tensor: name.to_string(),
-            detail: e.to_string(),
+    // Every tensor a view of its mapped file: where it lies, and in which encoding.
+    let mut where_: HashMap<String, (super::weights::Mapped, usize, candle_core::quantized::GgmlDType, Vec<usize>)> =
+        HashMap::new();
+    for file in &files {
+        let mapped = map(file)?;
+        let st = safetensors::SafeTensors::deserialize(&mapped[..]).map_err(|e| Error::BadModelConfig {
+            path: file.clone(),
+            detail: format!("not a readable safetensors file ({e}); get a complete copy of the model directory"),
         })?;
-        Ok(LoadedWeight::Dense(t.to_dtype(DType::F32)?))
+        for (name, view) in st.tensors() {
+            use candle_core::quantized::GgmlDType;
+            let dtype = match view.dtype() {
+                safetensors::Dtype::F32 => GgmlDType::F32,
+                safetensors::Dtype::F16 => GgmlDType::F16,
+                safetensors::Dtype::BF16 => GgmlDType::BF16,
+                other => {
+                    return Err(Error::BadTensor {
+                        path: file.clone(),
+                        tensor: name,
+                        detail: format!(
+                        "is {other:?}; Readout reads F32, F16 and BF16 safetensors (or GGUF files of any quantisation)"
+                    ),
+                    })
+                }
+            };
+            let offset = view.data().as_ptr() as usize - mapped.as_ptr() as usize;
+            where_.insert(name, (mapped.clone(), offset, dtype, view.shape().to_vec()));
+        }
+    }
+    let mut get = |name: &str| -> Result<LoadedWeight> {
+        let bad = |detail: String| Error::BadTensor { path: dir.to_path_buf(), tensor: name.to_string(), detail };
+        let (mapped, offset, dtype, shape) =
+            where_.get(name).ok_or_else(|| bad("not in the safetensors files".into()))?;
+        let (rows, cols) = match shape[..] {
+            [n] => (1, n),
+            [r, c] => (r, c),
+            _ => return Err(bad(format!("has shape {shape:?}; a weight has one or two dimensions"))),
+        };
+        Ok(LoadedWeight::Encoded(Encoded::new(mapped.clone(), *offset, *dtype, rows, cols).map_err(bad)?))
     };
     let names = |i: usize, k: &str| format!("model.layers.{i}.{k}.weight");
     let model = build(
         &cfg,
         device,
-        MatmulPath::Dense,
+        Hold { matmul: MatmulPath::Dense, ..hold },
         dir,
         &mut get,
         "model.embed_tokens.weight",
@@ -509,7 +556,7 @@ fn load_hf(dir: &Path, device: &Device) -> Result<Loaded> {
         chat_template: tc.chat_template,
         bos_token: tc.bos_token,
         eos_token: tc.eos_token,
-        quantisation: "F32".into(),
+        quantisation: torch_dtype.to_uppercase(),
         name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
     })
 }

@@ -6,12 +6,14 @@
 pub mod config;
 mod fused;
 pub mod gguf;
+mod int8;
 pub mod kv;
 pub(crate) mod load;
 pub mod model;
 mod project;
 pub mod synthetic;
 pub mod tokenizer;
+pub(crate) mod weights;
 
 use crate::device::{self, DeviceRequest};
 use crate::error::{Error, Result};
@@ -20,8 +22,8 @@ use candle_core::{Device, Tensor};
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
 pub use load::Metadata;
-pub use model::MatmulPath;
 use model::Transformer;
+pub use model::{MatmulPath, WeightsMode};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -32,11 +34,20 @@ pub use tokenizer::Tokenizer;
 pub struct LoadOptions {
     pub device: DeviceRequest,
     pub matmul: MatmulPath,
+    /// In the file's encoding, or expanded to f32 (`--weights`).
+    pub weights: WeightsMode,
+    /// 8-bit activations in the integer kernel (`--int8-activations`): faster, and answers move.
+    pub int8_activations: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { device: DeviceRequest::Auto, matmul: MatmulPath::Dense }
+        LoadOptions {
+            device: DeviceRequest::Auto,
+            matmul: MatmulPath::Dense,
+            weights: WeightsMode::Auto,
+            int8_activations: false,
+        }
     }
 }
 
@@ -51,6 +62,11 @@ pub struct ModelInfo {
     pub config: ModelConfig,
     pub device: String,
     pub matmul: MatmulPath,
+    /// How the weights were held: `native` (the file's encoding) or `f32`, `auto` resolved.
+    pub weights: WeightsMode,
+    /// What the projections multiply the weights with: `f32`, or the integer kernel's `int16`
+    /// or `int8` activations (CPU, native weights in its encodings).
+    pub activations: &'static str,
 }
 
 /// The letter logits read at the end of one suffix.
@@ -139,7 +155,13 @@ impl Engine {
     /// Load a GGUF file or a Hugging Face directory.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Self> {
         let device = device::select(opts.device)?;
-        let loaded = load::load(path, &device, opts.matmul)?;
+        let weights = resolve_weights(opts.weights, &device, path)?;
+        let hold = load::Hold {
+            matmul: opts.matmul,
+            native: weights == WeightsMode::Native,
+            int8_activations: opts.int8_activations,
+        };
+        let loaded = load::load(path, &device, hold)?;
         let tokenizer = match &loaded.tokenizer_source {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
@@ -156,6 +178,8 @@ impl Engine {
             config: cfg,
             device: device::describe(&device),
             matmul: opts.matmul,
+            weights,
+            activations: loaded.model.activations(),
         };
         let engine = Engine {
             info,
@@ -495,8 +519,7 @@ impl Engine {
             let mut all: Vec<u32> = reads.iter().flat_map(|r| r.iter().copied()).collect();
             all.sort_unstable();
             all.dedup();
-            let ids = Tensor::from_slice(&all, all.len(), self.device())?;
-            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, Some(&ids))?.to_vec2()?;
+            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, Some(&all))?.to_vec2()?;
             Ok(reads
                 .iter()
                 .zip(logits)
@@ -560,6 +583,23 @@ impl Engine {
             return Err(Error::ContextOverflow { tokens, context });
         }
         Ok(())
+    }
+}
+
+/// `--weights auto` made concrete for `device`: native on the CPU and on Metal (whose memory is
+/// the system's); on CUDA native when f32 weights would take more than half of the device's free
+/// memory, f32 otherwise.
+fn resolve_weights(mode: WeightsMode, device: &Device, path: &Path) -> Result<WeightsMode> {
+    match mode {
+        WeightsMode::Auto if device.is_cuda() => {
+            let f32_bytes = load::read_metadata(path)?.config.parameter_count().saturating_mul(4);
+            Ok(match device::free_memory(device) {
+                Some(free) if f32_bytes > free / 2 => WeightsMode::Native,
+                _ => WeightsMode::F32,
+            })
+        }
+        WeightsMode::Auto => Ok(WeightsMode::Native),
+        mode => Ok(mode),
     }
 }
 

@@ -5,8 +5,10 @@
 //! positions per token, and logits computed only at the rows that are read.
 
 use super::config::{ModelConfig, RopeStyle};
+use super::int8::Width;
 use super::kv::{LayerKv, Prefix};
-use candle_core::quantized::{QMatMul, QTensor};
+use super::weights::{Encoded, Stacked};
+use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
 
@@ -22,27 +24,93 @@ pub enum MatmulPath {
     Auto,
 }
 
+/// How the weights are held in memory: the `--weights` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightsMode {
+    /// In the file's encoding (quantised or half precision), decoded by the kernels as they
+    /// multiply: on the CPU our panels (`project.rs`), on a GPU candle's quantised kernels.
+    Native,
+    /// Expanded to f32 once at load.
+    F32,
+    /// Native on the CPU and on Metal (memory the GPU shares with the system); on CUDA native
+    /// when f32 weights would take more than half of the device's free memory, f32 otherwise.
+    Auto,
+}
+
+impl WeightsMode {
+    /// `native`, `f32` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WeightsMode::Native => "native",
+            WeightsMode::F32 => "f32",
+            WeightsMode::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for WeightsMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "native" => Ok(WeightsMode::Native),
+            "f32" => Ok(WeightsMode::F32),
+            "auto" => Ok(WeightsMode::Auto),
+            other => Err(format!("unknown weights mode `{other}` (expected native, f32 or auto)")),
+        }
+    }
+}
+
+/// How the weights are to be held: the matmul path, whether they stay in the file's encoding,
+/// and the width of the activations the integer kernel multiplies them with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hold {
+    pub matmul: MatmulPath,
+    /// Keep the file's encoding (the resolved `--weights native`).
+    pub native: bool,
+    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 16-bit.
+    pub int8_activations: bool,
+}
+
+impl Hold {
+    /// The integer kernel's activation width for `w`, where the CPU and the encodings allow it.
+    fn integer(&self, w: &Stacked) -> Option<Width> {
+        w.int8_ready().then_some(if self.int8_activations { Width::I8 } else { Width::I16 })
+    }
+}
+
 /// A weight matrix `[out, in]` in the forms the chosen path needs.
 pub(crate) struct Linear {
     /// f32: `[out, in]` on a GPU; on the CPU in panels of 64 outputs (see `project.rs`).
     dense: Option<Tensor>,
+    /// The file's encoding, decoded panel by panel as it multiplies (CPU, native weights), and
+    /// the activation width when through the integer kernel.
+    encoded: Option<(Stacked, Option<Width>)>,
     quant: Option<QMatMul>,
     /// The number of outputs, when `dense` is in panels (CPU).
     panels_out: Option<usize>,
 }
 
 impl Linear {
-    pub(crate) fn new(w: LoadedWeight, path: MatmulPath, device: &Device) -> candle_core::Result<Self> {
+    pub(crate) fn new(w: LoadedWeight, hold: &Hold, device: &Device) -> candle_core::Result<Self> {
+        let (path, native) = (hold.matmul, hold.native);
         let (dense, quant) = match w {
             LoadedWeight::Dense(t) => (Some(t.to_dtype(DType::F32)?), None),
-            LoadedWeight::Quant(q) => {
+            LoadedWeight::Encoded(e) if native && device.is_cpu() && path == MatmulPath::Dense => {
+                let w = Stacked::new(vec![e])?;
+                let integer = hold.integer(&w);
+                return Ok(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None });
+            }
+            LoadedWeight::Encoded(e) => {
+                // Native weights on a GPU are candle's quantised ones, whatever the path.
+                let path = if native && !device.is_cpu() { MatmulPath::Quantized } else { path };
                 let dense = match path {
                     MatmulPath::Quantized => None,
-                    _ => Some(q.dequantize(device)?),
+                    _ => Some(e.to_dense(device)?),
                 };
                 let quant = match path {
                     MatmulPath::Dense => None,
-                    _ => Some(QMatMul::from_arc(q)?),
+                    _ => Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?),
                 };
                 (dense, quant)
             }
@@ -51,9 +119,9 @@ impl Linear {
             Some(w) if device.is_cpu() => {
                 super::project::read_panels_in_place();
                 let out = w.dim(0)?;
-                Ok(Linear { dense: Some(super::project::pack(&w)?), quant, panels_out: Some(out) })
+                Ok(Linear { dense: Some(super::project::pack(&w)?), encoded: None, quant, panels_out: Some(out) })
             }
-            dense => Ok(Linear { dense, quant, panels_out: None }),
+            dense => Ok(Linear { dense, encoded: None, quant, panels_out: None }),
         }
     }
 
@@ -62,6 +130,12 @@ impl Linear {
     /// numbers would depend on how many tokens share its pass.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let rows = x.dim(0)?;
+        if let Some((w, integer)) = &self.encoded {
+            return match rows {
+                1 => super::project::project_encoded(&Tensor::cat(&[x, x], 0)?, w, *integer)?.narrow(0, 0, 1),
+                _ => super::project::project_encoded(&x.contiguous()?, w, *integer),
+            };
+        }
         match (&self.dense, &self.quant) {
             (Some(_), Some(q)) if rows == 1 => q.forward(x),
             (Some(w), _) if rows == 1 => self.dense_product(&Tensor::cat(&[x, x], 0)?, w)?.narrow(0, 0, 1),
@@ -75,18 +149,35 @@ impl Linear {
     /// and v, and for gate and up. One matmul of `rows × (their outputs together)` in place of
     /// several smaller ones: on a GPU fewer kernel launches, on a CPU fewer hand-offs between
     /// threads. Each output element is the same sum as in its own product, up to rounding
-    /// (the CPU's panels of 64 outputs can fall differently). Weights that keep a
-    /// quantised form (the quantised and auto paths) stay apart, and their products are put
-    /// side by side after.
-    pub(crate) fn join(ws: Vec<LoadedWeight>, path: MatmulPath, device: &Device) -> candle_core::Result<Joined> {
-        let keeps_quant = path != MatmulPath::Dense && ws.iter().any(|w| matches!(w, LoadedWeight::Quant(_)));
+    /// (the CPU's panels of 64 outputs can fall differently). Native weights on the CPU are
+    /// stacked where they lie in the file (no copy); f32 ones are put side by side at load;
+    /// weights that keep candle's quantised form (a GPU's native weights, the quantised and auto
+    /// paths) stay apart, and their products are put side by side after.
+    pub(crate) fn join(ws: Vec<LoadedWeight>, hold: &Hold, device: &Device) -> candle_core::Result<Joined> {
+        let (path, native) = (hold.matmul, hold.native);
+        let all_encoded = ws.iter().all(|w| matches!(w, LoadedWeight::Encoded(_)));
+        if native && device.is_cpu() && path == MatmulPath::Dense && all_encoded {
+            let parts = ws
+                .into_iter()
+                .filter_map(|w| match w {
+                    LoadedWeight::Encoded(e) => Some(e),
+                    LoadedWeight::Dense(_) => None,
+                })
+                .collect();
+            let w = Stacked::new(parts)?;
+            let integer = hold.integer(&w);
+            return Ok(Joined::One(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None }));
+        }
+        let keeps_quant = (path != MatmulPath::Dense || (native && !device.is_cpu()))
+            && ws.iter().any(|w| matches!(w, LoadedWeight::Encoded(_)));
         if keeps_quant || ws.len() < 2 {
-            let parts = ws.into_iter().map(|w| Linear::new(w, path, device)).collect::<candle_core::Result<_>>()?;
+            let parts = ws.into_iter().map(|w| Linear::new(w, hold, device)).collect::<candle_core::Result<_>>()?;
             return Ok(Joined::Apart(parts));
         }
         let dense = ws.into_iter().map(|w| w.into_dense(device)).collect::<candle_core::Result<Vec<_>>>()?;
         let joined = Tensor::cat(&dense, 0)?; // [out₁ + out₂ + …, in]
-        Ok(Joined::One(Linear::new(LoadedWeight::Dense(joined), path, device)?))
+        drop(dense);
+        Ok(Joined::One(Linear::new(LoadedWeight::Dense(joined), hold, device)?))
     }
 
     fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
@@ -116,6 +207,62 @@ impl Joined {
     }
 }
 
+/// A table of rows looked up by token id: the embedding, and the LM head (the same table when
+/// tied), in f32 or in the file's encoding.
+pub(crate) enum Table {
+    Dense(Tensor),
+    /// Rows decoded on the host when looked up; the full-vocabulary product decodes panel by
+    /// panel (CPU) or goes through candle's quantised kernels (`quant`, on a GPU).
+    Encoded {
+        rows: Stacked,
+        quant: Option<QMatMul>,
+    },
+}
+
+impl Table {
+    /// The table of a loaded weight: kept in its encoding when `native`.
+    pub(crate) fn new(w: LoadedWeight, native: bool, device: &Device) -> candle_core::Result<Self> {
+        match w {
+            LoadedWeight::Encoded(e) if native => {
+                let quant = match device.is_cpu() {
+                    true => None,
+                    false => Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?),
+                };
+                Ok(Table::Encoded { rows: Stacked::new(vec![e])?, quant })
+            }
+            w => Ok(Table::Dense(w.into_dense(device)?)),
+        }
+    }
+
+    /// The rows `ids` as f32 `[ids.len(), hidden]` on `device`.
+    pub(crate) fn rows(&self, ids: &[u32], device: &Device) -> candle_core::Result<Tensor> {
+        match self {
+            Table::Dense(t) => t.index_select(&Tensor::from_slice(ids, ids.len(), device)?, 0),
+            Table::Encoded { rows, .. } => {
+                let cols = rows.cols();
+                let mut v = vec![0f32; ids.len() * cols];
+                for (&id, row) in ids.iter().zip(v.chunks_mut(cols.max(1))) {
+                    if id as usize >= rows.rows() {
+                        candle_core::bail!("token id {id} is past the table's {} rows", rows.rows());
+                    }
+                    rows.decode_row(id as usize, row);
+                }
+                Tensor::from_vec(v, (ids.len(), cols), device)
+            }
+        }
+    }
+
+    /// `h [n, hidden] · tableᵀ -> [n, vocab]`.
+    pub(crate) fn product(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Table::Dense(t) => h.matmul(&t.t()?),
+            Table::Encoded { quant: Some(q), .. } => q.forward(h),
+            // The head in f32 panels: its logits are what the answers are read from.
+            Table::Encoded { rows, quant: None } => super::project::project_encoded(&h.contiguous()?, rows, None),
+        }
+    }
+}
+
 /// Row indices into a `[heads · rows, hd]` view of a `[heads, rows, hd]` tensor that gather the
 /// `(start, len)` blocks of rows, each with all its heads: rows in `(block, head, row)` order,
 /// so that every block comes out as a contiguous `[heads, len, hd]`. One gather in place of a
@@ -130,23 +277,25 @@ pub(crate) fn block_head_rows(blocks: &[(usize, usize)], heads: usize, rows: usi
     idx
 }
 
-/// A tensor as it came out of the file.
+/// A tensor as it came out of the file: f32 in memory, or a view of the file's bytes.
 pub(crate) enum LoadedWeight {
     Dense(Tensor),
-    Quant(Arc<QTensor>),
+    Encoded(Encoded),
 }
 
 impl LoadedWeight {
     pub(crate) fn into_dense(self, device: &Device) -> candle_core::Result<Tensor> {
         match self {
             LoadedWeight::Dense(t) => t.to_dtype(DType::F32),
-            LoadedWeight::Quant(q) => q.dequantize(device),
+            LoadedWeight::Encoded(e) if e.dims()[0] == 1 => e.to_dense(device)?.squeeze(0),
+            LoadedWeight::Encoded(e) => e.to_dense(device),
         }
     }
     pub(crate) fn dims(&self) -> Vec<usize> {
         match self {
             LoadedWeight::Dense(t) => t.dims().to_vec(),
-            LoadedWeight::Quant(q) => q.shape().dims().to_vec(),
+            LoadedWeight::Encoded(e) if e.dims()[0] == 1 => vec![e.dims()[1]],
+            LoadedWeight::Encoded(e) => e.dims().to_vec(),
         }
     }
 }
@@ -177,11 +326,11 @@ pub(crate) struct Segment<'a> {
 /// A decoder-only transformer with tied or separate LM head.
 pub(crate) struct Transformer {
     pub cfg: ModelConfig,
-    pub embed: Tensor,
+    pub embed: Arc<Table>,
     pub layers: Vec<Layer>,
     pub norm: Tensor,
-    /// `[vocab, hidden]`, f32: the embedding matrix when tied.
-    pub head: Tensor,
+    /// `[vocab, hidden]`: the embedding table when tied.
+    pub head: Arc<Table>,
     /// The head in its file's quantised form, used for full-vocabulary logits on the quantised path.
     pub head_q: Option<QMatMul>,
     pub cos: Tensor,
@@ -189,7 +338,37 @@ pub(crate) struct Transformer {
     pub device: Device,
 }
 
+impl Linear {
+    /// The integer kernel's activation width, when it multiplies this weight.
+    fn integer(&self) -> Option<Width> {
+        self.encoded.as_ref().and_then(|(_, w)| *w)
+    }
+}
+
+impl Joined {
+    fn integer(&self) -> Option<Width> {
+        match self {
+            Joined::One(l) => l.integer(),
+            Joined::Apart(parts) => parts.iter().find_map(Linear::integer),
+        }
+    }
+}
+
 impl Transformer {
+    /// What the block projections multiply with: `int8` or `int16` when any goes through the
+    /// integer kernel, `f32` otherwise.
+    pub(crate) fn activations(&self) -> &'static str {
+        let widths = self
+            .layers
+            .iter()
+            .flat_map(|l| [l.wqkv.integer(), l.wo.integer(), l.w_gate_up.integer(), l.w_down.integer()]);
+        match widths.flatten().next() {
+            Some(Width::I8) => "int8",
+            Some(Width::I16) => "int16",
+            None => "f32",
+        }
+    }
+
     /// RoPE tables for every position of the context.
     pub(crate) fn rope_tables(cfg: &ModelConfig, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
         let half = cfg.head_dim / 2;
@@ -225,11 +404,10 @@ impl Transformer {
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
         let s = tokens.len();
-        let ids = Tensor::from_slice(&tokens, s, &self.device)?;
         let pos = Tensor::from_slice(&positions, s, &self.device)?;
         let cos = self.cos.index_select(&pos, 0)?;
         let sin = self.sin.index_select(&pos, 0)?;
-        let mut x = self.embed.index_select(&ids, 0)?;
+        let mut x = self.embed.rows(&tokens, &self.device)?;
         let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let group = h / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
@@ -364,22 +542,22 @@ impl Transformer {
     /// (the pruned head), in another order than a larger product, so the rows are padded past
     /// those sizes (copies of the first, dropped after). A resumed run, which reads fewer rows
     /// in a pass, then gives the bits an uninterrupted run gives.
-    pub(crate) fn head_at(&self, hidden: &Tensor, rows: &[u32], ids: Option<&Tensor>) -> candle_core::Result<Tensor> {
+    pub(crate) fn head_at(&self, hidden: &Tensor, rows: &[u32], ids: Option<&[u32]>) -> candle_core::Result<Tensor> {
         let n = rows.len();
         let min_rows: usize = if ids.is_some() { 65 } else { 2 };
         let padded: Vec<u32> = rows
             .iter()
             .copied()
-            .chain(std::iter::repeat(rows.first().copied().unwrap_or(0)).take(min_rows.saturating_sub(n)))
+            .chain(std::iter::repeat_n(rows.first().copied().unwrap_or(0), min_rows.saturating_sub(n)))
             .collect();
         let rows = Tensor::from_slice(&padded, padded.len(), &self.device)?;
         let h = hidden.index_select(&rows, 0)?;
         let h = candle_nn::ops::rms_norm(&h, &self.norm, self.cfg.rms_eps as f32)?;
         let out = match ids {
-            Some(ids) => h.matmul(&self.head.index_select(ids, 0)?.t()?)?,
+            Some(ids) => h.matmul(&self.head.rows(ids, &self.device)?.t()?)?,
             None => match &self.head_q {
                 Some(q) => q.forward(&h)?,
-                None => h.matmul(&self.head.t()?)?,
+                None => self.head.product(&h)?,
             },
         };
         if padded.len() == n {
@@ -448,11 +626,12 @@ mod tests {
         let x = Tensor::randn(0f32, 1., (7, 24), &dev)?;
         let ws: Vec<Tensor> =
             [16, 8, 8].iter().map(|&o| Tensor::randn(0f32, 1., (o, 24), &dev)).collect::<Result<_, _>>()?;
-        let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), MatmulPath::Dense, &dev);
+        let hold = Hold { matmul: MatmulPath::Dense, native: false, int8_activations: false };
+        let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), &hold, &dev);
         let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
         let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;
         let loaded = ws.iter().map(|w| LoadedWeight::Dense(w.clone())).collect();
-        let joined = Linear::join(loaded, MatmulPath::Dense, &dev)?;
+        let joined = Linear::join(loaded, &hold, &dev)?;
         assert!(matches!(joined, Joined::One(_)), "dense weights are joined into one product");
         let got = joined.forward(&x)?.to_vec2::<f32>()?;
         for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {

@@ -9,10 +9,20 @@
 //! among the threads, each panel and block of at most 64 rows a single-threaded `gemm` call. A
 //! row's sums then depend neither on how many rows share its pass nor on the thread count (the
 //! tests check it bit for bit); against one whole `gemm` product they differ by rounding only.
+//!
+//! Weights kept in the file's encoding (`weights.rs`) take the same road: each task decodes its
+//! panel into a buffer of its thread (a few hundred KiB, in cache) and runs the pass's rows
+//! through it. A pass has hundreds of rows, so decoding each weight once a pass costs little next
+//! to the arithmetic, and reading 4-bit weights streams an eighth of the memory f32 ones do. The
+//! decoded values equal candle's `dequantize`, so the products equal those over f32 panels bit
+//! for bit.
 
 use super::fused::f32_slice;
-use candle_core::{CpuStorage, CustomOp2, Device, Layout, Shape, Tensor};
+use super::int8::Width;
+use super::weights::Stacked;
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Device, Layout, Shape, Tensor};
 use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// Output columns per panel: gemm's f32 AVX-512 kernel is 64 wide (four vectors of 16).
 pub(crate) const PANEL: usize = 64;
@@ -75,44 +85,148 @@ impl CustomOp2 for Project {
                 "projection: activations [{rows}, {k}] do not match weights of {out} outputs in panels [{panels}, {k2}, {width}]"
             );
         }
-        if rows == 0 {
-            return Ok((CpuStorage::F32(Vec::new()), Shape::from((0, out))));
-        }
-        // Tasks: every panel times blocks of at most 64 rows (evenly cut, so none is a single
-        // row). gemm sums a block of up to 64 rows in one order whatever its size; past that its
-        // blocking changes, and a token's numbers would depend on the rows sharing its pass.
-        // Neither the cut nor the sums depend on the thread count.
-        let blocks = rows.div_ceil(MAX_BLOCK_ROWS);
-        let mut dst: Vec<f32> = Vec::with_capacity(rows * out);
-        let d = Dst(dst.as_mut_ptr());
-        (0..panels * blocks).into_par_iter().for_each(|t| {
-            let (pi, bi) = (t / blocks, t % blocks);
-            let (r0, r1) = (rows * bi / blocks, rows * (bi + 1) / blocks);
-            let cols = (out - pi * PANEL).min(PANEL);
-            let d = &d;
-            // SAFETY: dst has room for rows * out elements; this task writes element (i, j) of
-            // its product, output column pi*64 + i of row r0 + j, at (r0 + j) * out + pi*64 + i,
-            // for i < cols and j < r1 - r0: inside dst, and no other task writes there. The lhs
-            // (the panel, element (i, kk) at kk * 64 + i) and the rhs (x transposed, element
-            // (kk, j) at j * k + kk) lie inside the slices above. With read_dst false and k > 0
-            // gemm writes every element of its block, so all of dst is written before the
-            // length is set.
-            unsafe {
-                product(
-                    (cols, r1 - r0, k),
-                    d.0.add(r0 * out + pi * PANEL),
-                    out,
-                    w.as_ptr().add(pi * k * PANEL),
-                    PANEL,
-                    x.as_ptr().add(r0 * k),
-                    gemm::Parallelism::None,
-                );
-            }
-        });
-        // SAFETY: every element was written above.
-        unsafe { dst.set_len(rows * out) };
-        Ok((CpuStorage::F32(dst), Shape::from((rows, out))))
+        Ok((CpuStorage::F32(products(x, (rows, k, out), Panels::Packed(w))), Shape::from((rows, out))))
     }
+}
+
+/// `x [rows, in] · W [out, in]ᵀ -> [rows, out]` on CPU, W in its file's encoding.
+/// With `integer`, through the integer kernel with activations of that width (`int8.rs`; the
+/// caller checks that the weights and the CPU allow it); otherwise decoded to f32 panels.
+pub(crate) fn project_encoded(x: &Tensor, w: &Stacked, integer: Option<Width>) -> candle_core::Result<Tensor> {
+    x.apply_op1_no_bwd(&ProjectEncoded { w, integer })
+}
+
+struct ProjectEncoded<'a> {
+    w: &'a Stacked,
+    integer: Option<Width>,
+}
+
+impl CustomOp1 for ProjectEncoded<'_> {
+    fn name(&self) -> &'static str {
+        "readout-project-encoded"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let x = f32_slice(s, l, "projection activations")?;
+        let (rows, k) = l.shape().dims2()?;
+        let out = self.w.rows();
+        if k != self.w.cols() || k == 0 || out == 0 {
+            candle_core::bail!("projection: activations [{rows}, {k}] do not match weights [{out}, {}]", self.w.cols());
+        }
+        let y = match self.integer {
+            Some(width) => {
+                let acts = super::int8::quantize_acts(x, k, width);
+                products(x, (rows, k, out), Panels::Int8(self.w, &acts))
+            }
+            None => products(x, (rows, k, out), Panels::Decoded(self.w)),
+        };
+        Ok((CpuStorage::F32(y), Shape::from((rows, out))))
+    }
+}
+
+/// Where a product's panels come from.
+enum Panels<'a> {
+    /// Laid out at load (`[panels, in, 64]`).
+    Packed(&'a [f32]),
+    /// Decoded from the file's encoding by each task.
+    Decoded(&'a Stacked),
+    /// Decoded into bytes and block scales by each task, for the integer kernel, with the
+    /// pass's activations quantised once.
+    Int8(&'a Stacked, &'a super::int8::Acts),
+}
+
+thread_local! {
+    /// A task's decoded panel and one decoded row, kept between passes.
+    static DECODED: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// A task's panel for the integer kernel, kept between passes.
+    static DECODED_INT8: RefCell<super::int8::Panel> = RefCell::new(super::int8::Panel::default());
+}
+
+/// Rows `pi * 64 ..` of `w` (at most 64) decoded into `panel` as `[in, 64]`; the columns past
+/// the weight's last row are left as they are (gemm is never asked for them).
+fn decode_panel(w: &Stacked, pi: usize, k: usize, panel: &mut Vec<f32>, row: &mut Vec<f32>) {
+    panel.resize(k * PANEL, 0.0);
+    row.resize(k, 0.0);
+    let r0 = pi * PANEL;
+    for j in 0..(w.rows() - r0).min(PANEL) {
+        w.decode_row(r0 + j, row);
+        for (column, &v) in panel.chunks_exact_mut(PANEL).zip(row.iter()) {
+            column[j] = v;
+        }
+    }
+}
+
+/// The product of `x` (`rows × k`) with every panel, as `rows × out`.
+fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> Vec<f32> {
+    if rows == 0 {
+        return Vec::new();
+    }
+    let panels = out.div_ceil(PANEL);
+    // Every panel times blocks of at most 64 rows (evenly cut, so none is a single row): gemm sums
+    // a block of up to 64 rows in one order whatever its size; past that its blocking changes,
+    // and a token's numbers would depend on the rows sharing its pass. Neither the cut nor the
+    // sums depend on the thread count. A task takes one panel and a run of its blocks: packed
+    // panels one block each; decoded ones as many blocks as leave two tasks a thread, so that a
+    // panel is decoded once a pass when there are enough panels to go round.
+    let blocks = rows.div_ceil(MAX_BLOCK_ROWS);
+    let per_task = match w {
+        Panels::Packed(_) => 1,
+        Panels::Decoded(_) | Panels::Int8(..) => {
+            blocks.div_ceil((2 * rayon::current_num_threads()).div_ceil(panels).clamp(1, blocks))
+        }
+    };
+    let runs = blocks.div_ceil(per_task);
+    let mut dst: Vec<f32> = Vec::with_capacity(rows * out);
+    let d = Dst(dst.as_mut_ptr());
+    (0..panels * runs).into_par_iter().for_each(|t| {
+        let (pi, run) = (t / runs, t % runs);
+        let cols = (out - pi * PANEL).min(PANEL);
+        let d = &d;
+        let multiply = |panel: &[f32]| {
+            for bi in run * per_task..((run + 1) * per_task).min(blocks) {
+                let (r0, r1) = (rows * bi / blocks, rows * (bi + 1) / blocks);
+                // SAFETY: dst has room for rows * out elements; this call writes element (i, j)
+                // of its product, output column pi*64 + i of row r0 + j, at
+                // (r0 + j) * out + pi*64 + i, for i < cols and j < r1 - r0: inside dst, and no
+                // other call writes there (each (panel, block) belongs to one task). The lhs
+                // (the panel, element (i, kk) at kk * 64 + i, k * 64 values) and the rhs (x
+                // transposed, element (kk, j) at j * k + kk) lie inside their slices. With
+                // read_dst false and k > 0 gemm writes every element of its block, so all of
+                // dst is written before the length is set.
+                unsafe {
+                    product(
+                        (cols, r1 - r0, k),
+                        d.0.add(r0 * out + pi * PANEL),
+                        out,
+                        panel.as_ptr(),
+                        PANEL,
+                        x.as_ptr().add(r0 * k),
+                        gemm::Parallelism::None,
+                    );
+                }
+            }
+        };
+        match w {
+            Panels::Packed(all) => multiply(&all[pi * k * PANEL..(pi + 1) * k * PANEL]),
+            Panels::Decoded(w) => DECODED.with_borrow_mut(|(panel, row)| {
+                decode_panel(w, pi, k, panel, row);
+                multiply(panel);
+            }),
+            Panels::Int8(w, acts) => DECODED_INT8.with_borrow_mut(|panel| {
+                super::int8::decode_panel(w, pi, k, acts.width, panel);
+                let first = rows * (run * per_task) / blocks;
+                let last = rows * ((run + 1) * per_task).min(blocks) / blocks;
+                // SAFETY: the integer kernel runs on this CPU (`int8_ready` chose this path);
+                // this task alone writes columns pi*64 .. pi*64 + cols of rows first .. last,
+                // all inside dst (rows * out values); every element is written before the
+                // length is set below.
+                unsafe { super::int8::multiply(panel, acts, (first, last), d.0, out, pi * PANEL, cols) };
+            }),
+        }
+    });
+    // SAFETY: every element was written above.
+    unsafe { dst.set_len(rows * out) };
+    dst
 }
 
 /// `dst = lhs · rhs` through gemm for `(m, n, k)`, every operand with unit row stride: `dst`
@@ -226,11 +340,85 @@ mod tests {
     }
 
     #[test]
+    fn decoded_panels_give_the_bits_of_f32_panels() -> candle_core::Result<()> {
+        // Weights in a file's encoding, multiplied panel by panel as decoded, against the same
+        // weights expanded to f32 and packed at load: the same sums on the same values.
+        use super::super::weights::{Encoded, Stacked};
+        use candle_core::quantized::{GgmlDType, QTensor};
+        read_panels_in_place();
+        for (rows, k, parts) in [(1030, 256, vec![128, 64, 64]), (37, 512, vec![200]), (2, 256, vec![64, 3])] {
+            let ws: Vec<Tensor> =
+                parts.iter().map(|&o| Tensor::randn(0f32, 1., (o, k), &Device::Cpu)).collect::<Result<_, _>>()?;
+            let qs: Vec<QTensor> = ws.iter().map(|w| QTensor::quantize(w, GgmlDType::Q4K)).collect::<Result<_, _>>()?;
+            let bytes: Vec<u8> =
+                qs.iter().map(|q| q.data().map(|d| d.to_vec())).collect::<Result<Vec<_>, _>>()?.concat();
+            let mut map = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
+            map.copy_from_slice(&bytes);
+            let map = std::sync::Arc::new(map.make_read_only().unwrap());
+            let mut offset = 0;
+            let mut encoded = Vec::new();
+            for (&o, q) in parts.iter().zip(&qs) {
+                encoded.push(Encoded::new(map.clone(), offset, GgmlDType::Q4K, o, k).unwrap());
+                offset += q.data()?.len();
+            }
+            let stacked = Stacked::new(encoded)?;
+            let dense = Tensor::cat(&qs.iter().map(|q| q.dequantize(&Device::Cpu)).collect::<Result<Vec<_>, _>>()?, 0)?;
+            let x = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?;
+            let want: Vec<f32> = project(&x, &pack(&dense)?, dense.dim(0)?)?.flatten_all()?.to_vec1()?;
+            let got: Vec<f32> = project_encoded(&x, &stacked, None)?.flatten_all()?.to_vec1()?;
+            assert_eq!(got, want, "{rows} rows, {k} -> {parts:?}");
+        }
+        Ok(())
+    }
+
+    #[test]
     fn mismatched_shapes_are_an_error() -> candle_core::Result<()> {
         let x = Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu)?;
         let w = pack(&Tensor::zeros((4, 5), candle_core::DType::F32, &Device::Cpu)?)?;
         assert!(project(&x, &w, 4).is_err());
         assert!(project(&Tensor::zeros((2, 5), candle_core::DType::F32, &Device::Cpu)?, &w, 70).is_err());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod speed_probe {
+    use super::*;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    #[test]
+    #[ignore]
+    fn probe() -> candle_core::Result<()> {
+        use super::super::weights::{Encoded, Stacked};
+        read_panels_in_place();
+        for (rows, k, out, dt) in [
+            (512, 1024, 3072, GgmlDType::Q4K),
+            (2, 1024, 3072, GgmlDType::Q4K),
+            (2048, 1024, 3072, GgmlDType::Q4K),
+            (512, 3072, 1024, GgmlDType::Q4K),
+        ] {
+            let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
+            let q = QTensor::quantize(&w, dt)?;
+            let bytes = q.data()?.to_vec();
+            let mut map = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
+            map.copy_from_slice(&bytes);
+            let map = std::sync::Arc::new(map.make_read_only().unwrap());
+            let st = Stacked::new(vec![Encoded::new(map, 0, dt, out, k).unwrap()])?;
+            let packed = pack(&q.dequantize(&Device::Cpu)?)?;
+            let x = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?;
+            let time = |f: &dyn Fn() -> candle_core::Result<Tensor>| -> f64 {
+                let _ = f();
+                let t = std::time::Instant::now();
+                for _ in 0..5 {
+                    let _ = f();
+                }
+                t.elapsed().as_secs_f64() / 5.0 * 1e3
+            };
+            let a = time(&|| project(&x, &packed, out));
+            let b = time(&|| project_encoded(&x, &st, Some(Width::I8)));
+            let c = time(&|| project_encoded(&x, &st, Some(Width::I16)));
+            let flops = 2.0 * rows as f64 * k as f64 * out as f64;
+            eprintln!("{rows}x{k}x{out} {dt:?}: f32 panels {a:.2} ms ({:.0} GF/s), decoded {b:.2} ms, int8 {c:.2} ms ({:.0} GF/s)", flops / a / 1e6, flops / c / 1e6);
+        }
         Ok(())
     }
 }

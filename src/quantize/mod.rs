@@ -62,7 +62,7 @@ impl QuantMode {
 /// target's precision, as llama.cpp does (Q4_K → Q5_0, Q6_K → Q8_0), and F32 only when even a
 /// 32-block does not fit.
 fn encoding_for(width: usize, target: GgmlDType) -> GgmlDType {
-    let fits = |t: GgmlDType| width > 0 && width % t.block_size() == 0;
+    let fits = |t: GgmlDType| width > 0 && width.is_multiple_of(t.block_size());
     if fits(target) {
         return target;
     }

@@ -25,11 +25,12 @@ pub fn default_engine() -> Engine {
 }
 
 pub fn engine_with(matmul: MatmulPath) -> Engine {
-    Engine::load(&default_model(), &LoadOptions { device: DeviceRequest::Cpu, matmul }).unwrap()
+    Engine::load(&default_model(), &LoadOptions { device: DeviceRequest::Cpu, matmul, ..Default::default() }).unwrap()
 }
 
 pub fn engine_at(path: &std::path::Path) -> Engine {
-    Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, matmul: MatmulPath::Dense }).unwrap()
+    Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, matmul: MatmulPath::Dense, ..Default::default() })
+        .unwrap()
 }
 
 /// Run the built `readout` binary from the repository root.
