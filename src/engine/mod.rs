@@ -432,7 +432,32 @@ impl Engine {
         let seg_lens: Vec<usize> = segs.iter().map(|g| g.tokens.len()).collect();
         let past_chunks: usize = segs.iter().map(|g| g.past.chunks.len()).sum();
         let started = std::time::Instant::now();
-        let (hidden, new_kv) = self.model.forward(&segs)?;
+        // The kept stems' keys and values, `[kv_heads, n, hd]` each: one gather a layer for all
+        // of them, inside the forward (rows `(unit, head, token)`, each unit's block contiguous),
+        // not a copy a unit.
+        let rows_total: usize = seg_lens.iter().sum();
+        let mut seg_start = Vec::with_capacity(seg_lens.len());
+        let mut acc = 0;
+        for &n in &seg_lens {
+            seg_start.push(acc);
+            acc += n;
+        }
+        let kept: Vec<(usize, usize, usize)> = busy
+            .iter()
+            .filter(|&&i| !units[i].stem.is_empty() && units[i].keep)
+            .map(|&i| (i, seg_start[placed[i].0] + placed[i].1, units[i].stem.len()))
+            .collect();
+        let (kvh, hd) = (self.info.config.num_kv_heads, self.info.config.head_dim);
+        let keep = match &kept[..] {
+            [] => model::KeepKv::Nothing,
+            &[(_, 0, n)] if n == rows_total => model::KeepKv::All,
+            _ => {
+                let blocks: Vec<(usize, usize)> = kept.iter().map(|&(_, at, n)| (at, n)).collect();
+                let idx = model::block_head_rows(&blocks, kvh, rows_total);
+                model::KeepKv::Rows(Tensor::from_slice(&idx, idx.len(), self.device())?)
+            }
+        };
+        let (hidden, new_kv) = self.model.forward(&segs, &keep)?;
         // On a GPU the forward only queues its kernels; the head below waits for them. So the
         // two times say whether a pass is bound by the host issuing kernels or by the device.
         let queued = started.elapsed();
@@ -449,48 +474,23 @@ impl Engine {
             }
         }
         let read = started.elapsed();
-        // The kept stems' keys and values, `[kv_heads, n, hd]` each: one gather a layer for all
-        // of them (rows `(unit, head, token)`, each unit's block contiguous), not a copy a unit.
-        let rows_total: usize = seg_lens.iter().sum();
-        let mut seg_start = Vec::with_capacity(seg_lens.len());
-        let mut acc = 0;
-        for &n in &seg_lens {
-            seg_start.push(acc);
-            acc += n;
-        }
-        let kept: Vec<(usize, usize, usize)> = busy
-            .iter()
-            .filter(|&&i| !units[i].stem.is_empty() && units[i].keep)
-            .map(|&i| (i, seg_start[placed[i].0] + placed[i].1, units[i].stem.len()))
-            .collect();
-        match (new_kv.first(), &kept[..]) {
-            (None, _) | (_, []) => {}
+        match keep {
+            model::KeepKv::Nothing => {}
             // One unit is the whole pass: its keys and values as they are.
-            (_, &[(i, 0, n)]) if n == rows_total => {
-                out[i].prefix = units[i].parent.push(whole_pass_kv(&new_kv)?, units[i].stem);
+            model::KeepKv::All => {
+                let i = kept[0].0;
+                out[i].prefix = units[i].parent.push(new_kv, units[i].stem);
             }
-            (Some(first), _) => {
-                let (kvh, _, hd) = first.k.dims3()?;
-                let blocks: Vec<(usize, usize)> = kept.iter().map(|&(_, at, n)| (at, n)).collect();
-                let idx = model::block_head_rows(&blocks, kvh, rows_total);
-                let idx = Tensor::from_slice(&idx, idx.len(), self.device())?;
-                let stems: Vec<(Tensor, Tensor)> = new_kv
-                    .iter()
-                    .map(|l| {
-                        Ok((
-                            l.k.reshape((kvh * rows_total, hd))?.index_select(&idx, 0)?,
-                            l.v.contiguous()?.reshape((kvh * rows_total, hd))?.index_select(&idx, 0)?,
-                        ))
-                    })
-                    .collect::<candle_core::Result<_>>()?;
+            // Each kept unit's block of the gathered rows.
+            model::KeepKv::Rows(_) => {
                 let mut off = 0;
                 for &(i, _, n) in &kept {
-                    let layers = stems
+                    let layers = new_kv
                         .iter()
-                        .map(|(k, v)| {
+                        .map(|l| {
                             Ok(kv::LayerKv {
-                                k: k.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
-                                v: v.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
+                                k: l.k.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
+                                v: l.v.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
                             })
                         })
                         .collect::<candle_core::Result<Vec<_>>>()?;
@@ -549,17 +549,20 @@ impl Engine {
                 })
                 .collect())
         } else {
-            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, None)?.to_vec2()?;
-            Ok(reads
-                .iter()
-                .zip(logits)
-                .map(|(read, row)| {
+            // A few rows at a time: a row of full logits is the vocabulary in f32 (600 KB for
+            // Qwen3's), and a pass reads hundreds of rows; only the letters' logits and the
+            // row's mass on them are kept.
+            let mut out = Vec::with_capacity(rows.len());
+            for (rows, reads) in rows.chunks(HEAD_ROWS).zip(reads.chunks(HEAD_ROWS)) {
+                let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, None)?.to_vec2()?;
+                out.extend(reads.iter().zip(logits).map(|(read, row)| {
                     let picked: Vec<f32> =
                         read.iter().map(|&id| row.get(id as usize).copied().unwrap_or(f32::NEG_INFINITY)).collect();
                     let mass = (crate::math::log_sum_exp(&picked) - crate::math::log_sum_exp(&row)).exp();
                     Readout { logits: picked, letter_mass: Some(mass) }
-                })
-                .collect())
+                }));
+            }
+            Ok(out)
         }
     }
 
@@ -572,9 +575,9 @@ impl Engine {
         let positions: Vec<u32> = (prefix.len()..prefix.len() + tokens.len()).map(|p| p as u32).collect();
         let mask = Transformer::stem_tree_mask(prefix.len(), tokens.len(), &[], self.device())?;
         let seg = model::Segment { past: prefix, tokens: tokens.to_vec(), positions, mask };
-        let (hidden, new_kv) = self.model.forward(std::slice::from_ref(&seg))?;
+        let (hidden, new_kv) = self.model.forward(std::slice::from_ref(&seg), &model::KeepKv::All)?;
         let logits = self.model.head_at(&hidden, &[(tokens.len() - 1) as u32], None)?.squeeze(0)?.to_vec1()?;
-        Ok((prefix.push(whole_pass_kv(&new_kv)?, tokens), logits))
+        Ok((prefix.push(new_kv, tokens), logits))
     }
 
     fn check_context(&self, tokens: usize) -> Result<()> {
@@ -585,6 +588,10 @@ impl Engine {
         Ok(())
     }
 }
+
+/// Rows of full-vocabulary logits computed at once on the CPU ([`Engine::head`]). A row's
+/// logits do not depend on the rows computed with it (`Transformer::head_at`).
+const HEAD_ROWS: usize = 32;
 
 /// `--weights auto` made concrete for `device`: native on the CPU and on Metal (whose memory is
 /// the system's); on CUDA native when f32 weights would take more than half of the device's free
@@ -612,12 +619,6 @@ fn group_units_default(device: &Device) -> Result<bool> {
         Ok("0") => Ok(false),
         Ok(other) => Err(Error::Config(format!("READOUT_GROUP_UNITS is `{other}`; expected 0 or 1"))),
     }
-}
-
-/// A pass's keys and values, kept whole for the one unit that is the whole pass. v is a view of
-/// the layer's joint q, k, v product: copied, so the cache holds v alone, not q and k with it.
-fn whole_pass_kv(new_kv: &[kv::LayerKv]) -> candle_core::Result<Vec<kv::LayerKv>> {
-    new_kv.iter().map(|l| Ok(kv::LayerKv { k: l.k.clone(), v: l.v.copy()? })).collect()
 }
 
 #[cfg(test)]

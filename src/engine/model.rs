@@ -263,6 +263,43 @@ impl Table {
     }
 }
 
+/// Query tokens whose attention scores the CPU computes at once ([`attend_cpu`]).
+const ATTEND_TOKENS: usize = 128;
+
+/// Attention of one segment on the CPU: `q [kvh, group·n, hd]` (unscaled; rows (head in group,
+/// token)) against `k`, `v` `[kvh, t, hd]` under `mask [n, t]`, as `[kvh, group·n, hd]`. The
+/// scores of at most 128 query tokens exist at once: a segment of a thousand tokens over a
+/// prefix of as many would otherwise hold scores of heads × 10⁶ floats (140 MB for Qwen3-0.6B)
+/// per layer. A segment's cut depends only on its own length, so its numbers do not depend on
+/// the pass it shares.
+fn attend_cpu(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: &Tensor,
+    scale: f32,
+    group: usize,
+) -> candle_core::Result<Tensor> {
+    let (kvh, rows, hd) = q.dims3()?;
+    let (n, t) = mask.dims2()?;
+    let kt = k.t()?;
+    if n <= ATTEND_TOKENS {
+        let att = q.matmul(&kt)?.reshape((kvh, group, n, t))?;
+        let att = super::fused::masked_softmax(att, mask, scale)?;
+        return att.reshape((kvh, rows, t))?.matmul(v);
+    }
+    let q = q.reshape((kvh, group, n, hd))?;
+    let mut parts = Vec::with_capacity(n.div_ceil(ATTEND_TOKENS));
+    for start in (0..n).step_by(ATTEND_TOKENS) {
+        let len = ATTEND_TOKENS.min(n - start);
+        let qc = q.narrow(2, start, len)?.contiguous()?.reshape((kvh, group * len, hd))?;
+        let att = qc.matmul(&kt)?.reshape((kvh, group, len, t))?;
+        let att = super::fused::masked_softmax(att, &mask.narrow(0, start, len)?, scale)?;
+        parts.push(att.reshape((kvh, group * len, t))?.matmul(v)?.reshape((kvh, group, len, hd))?);
+    }
+    Tensor::cat(&parts, 2)?.reshape((kvh, rows, hd))
+}
+
 /// Row indices into a `[heads · rows, hd]` view of a `[heads, rows, hd]` tensor that gather the
 /// `(start, len)` blocks of rows, each with all its heads: rows in `(block, head, row)` order,
 /// so that every block comes out as a contiguous `[heads, len, hd]`. One gather in place of a
@@ -311,6 +348,17 @@ pub(crate) struct Layer {
     /// gate and up as one product: `[rows, 2 · intermediate]`.
     pub w_gate_up: Joined,
     pub w_down: Linear,
+}
+
+/// Which of a pass's new keys and values [`Transformer::forward`] returns, per layer.
+pub(crate) enum KeepKv {
+    /// None (no unit of the pass is kept).
+    Nothing,
+    /// All rows, `[kv_heads, rows, hd]` (one unit is the whole pass).
+    All,
+    /// The rows of a `[kv_heads · rows, hd]` view these indices pick ([`block_head_rows`]), as
+    /// `[picked, hd]`.
+    Rows(Tensor),
 }
 
 /// New tokens on top of a cached prefix, one part of a pass.
@@ -388,18 +436,17 @@ impl Transformer {
     }
 
     /// One pass over several segments, each a run of new tokens on top of its own cached
-    /// prefix. The projections and the MLP run once over all rows together (one large matmul
+    /// prefix; `keep` says which of the new keys and values to return. The projections and the MLP run once over all rows together (one large matmul
     /// instead of many small ones); attention runs per segment against that segment's prefix
     /// under its mask. Returns the final-layer hidden states of all rows, segment after segment
-    /// (before the output norm), and per layer the new keys and values of all rows,
-    /// `[kv_heads, rows, hd]`.
+    /// (before the output norm), and per layer the new keys and values `keep` asks for.
     ///
     /// With several segments, each layer puts q, k and v in segment order with one gather each
     /// (rows `(segment, head, token)`, so that every segment's block is contiguous) and the
     /// attention outputs back in token order with one more, instead of a copy per segment for
     /// each: on a GPU every copy is a kernel launch, and the host's launches are what a pass
     /// waits for. Gathers only copy, so the values are those of the per-segment copies.
-    pub(crate) fn forward(&self, segs: &[Segment<'_>]) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
+    pub(crate) fn forward(&self, segs: &[Segment<'_>], keep: &KeepKv) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
         let cfg = &self.cfg;
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
@@ -503,16 +550,28 @@ impl Transformer {
                 };
                 let (k_all, v_all) = g.past.layer_then(li, &kg, &vg, !cpu)?;
                 let t = k_all.dim(1)?;
-                let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?; // scaled on GPUs (q), not on CPU
-                let att = if cpu {
-                    super::fused::masked_softmax(att, &g.mask, scale as f32)?
+                let out = if cpu {
+                    attend_cpu(&qg, &k_all, &v_all, &g.mask, scale as f32, group)?
                 } else {
-                    candle_nn::ops::softmax_last_dim(&att.broadcast_add(&masks[gi])?)?
+                    // q scaled above.
+                    let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?;
+                    let att = candle_nn::ops::softmax_last_dim(&att.broadcast_add(&masks[gi])?)?;
+                    att.reshape((kvh, group * n, t))?.matmul(&v_all)? // [kvh, group*n, hd]
                 };
-                let out = att.reshape((kvh, group * n, t))?.matmul(&v_all)?; // [kvh, group*n, hd]
                 outs.push(out.reshape((h * n, hd))?); // rows (head, token)
             }
-            new_kv.push(LayerKv { k, v });
+            // Only the keys and values the caller keeps outlive the layer: a pass of a thousand
+            // tokens would otherwise hold every layer's (and, through v's view, the joint q, k,
+            // v products) to its end, hundreds of MB for a model of Qwen3-0.6B's size.
+            match keep {
+                KeepKv::Nothing => {}
+                // v copied out of the joint product, so the cache holds v alone.
+                KeepKv::All => new_kv.push(LayerKv { k, v: v.copy()? }),
+                KeepKv::Rows(idx) => new_kv.push(LayerKv {
+                    k: k.reshape((kvh * s, hd))?.index_select(idx, 0)?,
+                    v: v.contiguous()?.reshape((kvh * s, hd))?.index_select(idx, 0)?,
+                }),
+            }
             let out = match &orders {
                 // Segment after segment, then every token's heads side by side: `[S, h·hd]`.
                 Some((_, _, back)) => Tensor::cat(&outs, 0)?.index_select(back, 0)?.reshape((s, h * hd))?,
