@@ -57,7 +57,7 @@ struct LogitCostArgs {
 
 #[derive(Args)]
 struct MakeModelArgs {
-    /// qwen3-0.6b, smollm2-135m, tiny-llama or tiny-qwen3.
+    /// qwen3-0.6b, qwen3-4b, smollm2-135m, tiny-llama or tiny-qwen3.
     #[arg(long)]
     shape: String,
     /// A folder with the model's real tokenizer.json and tokenizer_config.json (HF output only).

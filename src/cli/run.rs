@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// Complete a partial result file (same options), writing to it.
     #[arg(long)]
     resume: Option<PathBuf>,
+    /// Rewrite the partial result file at most this often while the run goes (seconds; 0: after every pass). A killed run keeps what the last rewrite held.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    checkpoint_every: f64,
     /// Print the metrics as JSON at the end instead of a summary.
     #[arg(long)]
     json: bool,
@@ -154,8 +157,11 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
     };
-    let mut control =
-        Control { progress: &mut progress, stop: &stop, checkpoint: Some((&out, Duration::from_secs(1))) };
+    let mut control = Control {
+        progress: &mut progress,
+        stop: &stop,
+        checkpoint: Some((&out, Duration::from_secs_f64(a.checkpoint_every))),
+    };
     let result = run(
         RunInput {
             engine: &engine,
@@ -177,4 +183,11 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         super::report::print_summary(&result, &out);
     }
     Ok(if result.status == Status::Partial { 130 } else { 0 })
+}
+
+fn parse_seconds(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
+    }
 }
