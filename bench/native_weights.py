@@ -23,6 +23,9 @@ round's Readout result files beside it (LABEL-native.json, LABEL-f32.json, LABEL
 Usage:
   python3 bench/native_weights.py --model M.gguf --label L [--limit 40] [--rounds 2]
       [--threads 2] [--llama-python PY] [--int8] [--no-llamacpp]
+  python3 bench/native_weights.py --table bench/README.md
+      (the table of every summary in bench/results/native-weights/, put between the markers
+      `<!-- native-weights: begin -->` and `<!-- native-weights: end -->`)
 """
 
 import argparse
@@ -91,19 +94,61 @@ def compare_llamacpp(ours, peer):
     return {"same_predictions": same, "largest_combined_probability_difference": max(diffs)}
 
 
+def mib(b):
+    return f"{b / 2**20:,.0f} MiB"
+
+
+def table(markdown, folder):
+    """The summaries' table, between the markers in `markdown`."""
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json"):
+            continue
+        d = json.load(open(os.path.join(folder, name)))
+        if d.get("schema") != "readout.bench.native-weights":
+            continue
+        e, r, nf = d["engines"], d["ratios"], d.get("native_vs_f32")
+        run = f"{d['rows']} rows" + (f" (`--limit {d['limit']}`)" if d.get("limit") else "")
+        cell = lambda n: (f"{e[n]['wall_seconds']:.1f} s, {mib(e[n]['peak_rss_bytes'])}" if n in e else "—")
+        llama_ratio = f"{r['llamacpp_wall_over_native']:.2f}×" if "llamacpp_wall_over_native" in r else "—"
+        int8_ratio = f"{r['llamacpp_wall_over_int8']:.2f}×" if "llamacpp_wall_over_int8" in r else "—"
+        f32_ratio = f"{r['f32_wall_over_native']:.2f}×" if "f32_wall_over_native" in r else "—"
+        answers = (f"{nf['same_predictions']}/{d['rows']}, {nf['largest_probability_difference_per_ordering']:.1e}"
+                   if nf else "— (no f32 run)")
+        file = f"`{d['model']['file']}` ({d['model']['quantisation']}, {d['model_file_bytes'] / 1e6:,.0f} MB)"
+        cells = [file, run, cell("native"), cell("int8"), cell("f32"), cell("llamacpp"), f32_ratio, llama_ratio,
+                 int8_ratio, answers, f"[`{name}`](results/native-weights/{name})"]
+        rows.append("| " + " | ".join(cells) + " |")
+    head = ("| model file | run | native (16-bit act.): wall, peak RSS | native, `--int8-activations` | f32 weights | llama.cpp "
+            "| f32 ÷ native | llama.cpp ÷ native | llama.cpp ÷ int8 | native vs f32: same predictions, largest \|Δp\| | summary |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
+    text = open(markdown).read()
+    begin, end = "<!-- native-weights: begin -->", "<!-- native-weights: end -->"
+    a, b = text.index(begin) + len(begin), text.index(end)
+    text = text[:a] + "\n" + head + "\n" + "\n".join(rows) + "\n" + text[b:]
+    open(markdown, "w").write(text)
+    print(f"wrote {len(rows)} rows into {markdown}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--label", required=True)
+    ap.add_argument("--table", help="write the table of the summaries into this Markdown file, and stop")
+    ap.add_argument("--model")
+    ap.add_argument("--label")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--llama-python", default=os.environ.get("LLAMA_PYTHON", "python3"))
     ap.add_argument("--int8", action="store_true", help="also run --int8-activations")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--no-f32", action="store_true", help="skip the f32 path (a 4B model expanded to f32 is 16 GB)")
     ap.add_argument("--out-dir", default="bench/results/native-weights")
     args = ap.parse_args()
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    if args.table:
+        return table(args.table, args.out_dir)
+    if not (args.model and args.label):
+        ap.error("--model and --label are needed for a run")
     subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
     bin_ = os.path.join(target_dir(), "release", "readout")
     tmp = tempfile.mkdtemp()
@@ -114,10 +159,9 @@ def main():
     with open(prompts, "w") as f:
         subprocess.run([bin_, "prompts", SET] + common, check=True, stdout=f)
 
-    engines = {
-        "native": [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "native"],
-        "f32": [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "f32"],
-    }
+    engines = {"native": [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "native"]}
+    if not args.no_f32:
+        engines["f32"] = [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "f32"]
     if args.int8:
         engines["int8"] = engines["native"] + ["--int8-activations"]
     if not args.no_llamacpp:
@@ -160,28 +204,31 @@ def main():
         "schema": "readout.bench.native-weights", "schema_version": 1, "label": "MEASURED",
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python3 bench/native_weights.py " + " ".join(sys.argv[1:]),
-        "eval_set": "authored144", "rows": len(first["f32"]["rows"]), "limit": args.limit,
+        "eval_set": "authored144", "rows": len(first["native"]["rows"]), "limit": args.limit,
         "config": {"mode": "readout", "shots": 3, "debias": "cyclic"},
         "model": first["native"]["model"], "model_file_bytes": file_bytes,
         "machine": first["native"]["machine"], "threads": args.threads, "rounds_each": args.rounds,
         "engines": {n: summary(n) for n in names},
-        "native_vs_f32": compare_readout(first["f32"], first["native"]),
     }
+    # Answers against the f32 path, or (without it) against the native run.
+    base = "f32" if "f32" in first else "native"
+    if base == "f32":
+        res["native_vs_f32"] = compare_readout(first["f32"], first["native"])
     if "int8" in first:
-        res["int8_vs_f32"] = compare_readout(first["f32"], first["int8"])
+        res[f"int8_vs_{base}"] = compare_readout(first[base], first["int8"])
     if "llamacpp" in first:
-        res["llamacpp_vs_f32"] = compare_llamacpp(first["f32"], first["llamacpp"])
+        res[f"llamacpp_vs_{base}"] = compare_llamacpp(first[base], first["llamacpp"])
     e = res["engines"]
-    res["ratios"] = {
-        "f32_wall_over_native": e["f32"]["wall_seconds"] / e["native"]["wall_seconds"],
-        "native_peak_rss_over_file": e["native"]["peak_rss_bytes"] / file_bytes,
-        "f32_peak_rss_over_native": e["f32"]["peak_rss_bytes"] / e["native"]["peak_rss_bytes"],
-    }
+    res["ratios"] = {"native_peak_rss_over_file": e["native"]["peak_rss_bytes"] / file_bytes}
+    if "f32" in e:
+        res["ratios"]["f32_wall_over_native"] = e["f32"]["wall_seconds"] / e["native"]["wall_seconds"]
+        res["ratios"]["f32_peak_rss_over_native"] = e["f32"]["peak_rss_bytes"] / e["native"]["peak_rss_bytes"]
     if "llamacpp" in e:
         res["ratios"]["llamacpp_wall_over_native"] = e["llamacpp"]["wall_seconds"] / e["native"]["wall_seconds"]
         res["ratios"]["native_peak_rss_over_llamacpp"] = e["native"]["peak_rss_bytes"] / e["llamacpp"]["peak_rss_bytes"]
-    if "int8" in e:
+    if "int8" in e and "f32" in e:
         res["ratios"]["f32_wall_over_int8"] = e["f32"]["wall_seconds"] / e["int8"]["wall_seconds"]
+    if "int8" in e:
         if "llamacpp" in e:
             res["ratios"]["llamacpp_wall_over_int8"] = e["llamacpp"]["wall_seconds"] / e["int8"]["wall_seconds"]
     os.makedirs(args.out_dir, exist_ok=True)
@@ -193,9 +240,7 @@ def main():
         if n != "llamacpp":
             shutil.copy(runs[n][0]["file"], os.path.join(args.out_dir, f"{args.label}-{n}.json"))
     r = res["ratios"]
-    print(f"wrote {out}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items())
-          + f"; native vs f32: {res['native_vs_f32']['same_predictions']}/{res['rows']} same, "
-          f"largest |dp| {res['native_vs_f32']['largest_probability_difference_per_ordering']:.2e}")
+    print(f"wrote {out}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()))
     shutil.rmtree(tmp)
 
 

@@ -136,16 +136,13 @@ pub(crate) struct Panel {
     row: Vec<u8>,
 }
 
-/// Rows `pi * 64 ..` of `w` (at most 64) into `p`. Columns past the weight's last row are
-/// zero (the kernel computes them; nothing stores them).
+/// Rows `pi * 64 ..` of `w` (at most 64) into `p`. Columns past the weight's last row hold
+/// whatever the buffer held before: the kernel computes them, and nothing stores them.
 pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, p: &mut Panel) {
     let blocks = k / BLOCK;
     let per_lane = width.per_lane();
-    p.u.clear();
     p.u.resize(k / per_lane * COLS * 4, 0);
-    p.d.clear();
     p.d.resize(blocks * COLS, 0.0);
-    p.m.clear();
     p.m.resize(blocks * COLS, 0.0);
     p.row.resize(k, 0);
     let r0 = pi * COLS;
@@ -160,10 +157,7 @@ pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, p: &m
             match width {
                 Width::I8 => lane.copy_from_slice(vals),
                 // Two 16-bit little-endian values: the byte, then a zero high byte.
-                Width::I16 => {
-                    lane[0] = vals[0];
-                    lane[2] = vals[1];
-                }
+                Width::I16 => lane.copy_from_slice(&[vals[0], 0, vals[1], 0]),
             }
         }
     }
