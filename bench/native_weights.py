@@ -117,12 +117,13 @@ def table(markdown, folder):
                    if nf else "— (no f32 run)")
         file = f"`{d['model']['file']}` ({d['model']['quantisation']}, {d['model_file_bytes'] / 1e6:,.0f} MB)"
         cells = [file, run, cell("native"), cell("int8"), cell("f32"), cell("llamacpp"), f32_ratio, llama_ratio,
-                 int8_ratio, answers, f"[`{name}`](results/native-weights/{name})"]
+                 int8_ratio, answers, f"[`{name}`]({os.path.relpath(os.path.join(folder, name), os.path.dirname(os.path.abspath(markdown)))})"]
         rows.append("| " + " | ".join(cells) + " |")
     head = ("| model file | run | native (16-bit act.): wall, peak RSS | native, `--int8-activations` | f32 weights | llama.cpp "
             "| f32 ÷ native | llama.cpp ÷ native | llama.cpp ÷ int8 | native vs f32: same predictions, largest \|Δp\| | summary |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|")
     text = open(markdown).read()
+    folder = os.path.abspath(folder)
     begin, end = "<!-- native-weights: begin -->", "<!-- native-weights: end -->"
     a, b = text.index(begin) + len(begin), text.index(end)
     text = text[:a] + "\n" + head + "\n" + "\n".join(rows) + "\n" + text[b:]
