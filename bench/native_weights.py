@@ -20,9 +20,13 @@ differs, and for those the f32 path's gap between its top two; llama.cpp's cycli
 against the f32 path's. Writes bench/results/native-weights/LABEL.json and keeps the first
 round's Readout result files beside it (LABEL-native.json, LABEL-f32.json, LABEL-int8.json).
 
+With `--device cuda` (and `--readout BIN`, a CUDA build, on the GPU machine: bench/cuda/h200-run's
+`native` phase) it compares `--weights native` with `--weights f32` on the GPU, peak device
+memory recorded beside peak RSS.
+
 Usage:
   python3 bench/native_weights.py --model M.gguf --label L [--limit 40] [--rounds 2]
-      [--threads 2] [--llama-python PY] [--int8] [--no-llamacpp]
+      [--threads 2] [--llama-python PY] [--int8] [--no-llamacpp] [--device cuda --readout BIN]
   python3 bench/native_weights.py --table bench/README.md
       (the table of every summary in bench/results/native-weights/, put between the markers
       `<!-- native-weights: begin -->` and `<!-- native-weights: end -->`)
@@ -109,18 +113,26 @@ def table(markdown, folder):
             continue
         e, r, nf = d["engines"], d["ratios"], d.get("native_vs_f32")
         run = f"{d['rows']} rows" + (f" (`--limit {d['limit']}`)" if d.get("limit") else "")
-        cell = lambda n: (f"{e[n]['wall_seconds']:.1f} s, {mib(e[n]['peak_rss_bytes'])}" if n in e else "—")
+        run += f", {d['machine']['device']}"
+        def cell(n):
+            if n not in e:
+                return "—"
+            dev = f" (device {mib(e[n]['peak_device_bytes'])})" if e[n].get("peak_device_bytes") else ""
+            return f"{e[n]['wall_seconds']:.1f} s, {mib(e[n]['peak_rss_bytes'])}{dev}"
         llama_ratio = f"{r['llamacpp_wall_over_native']:.2f}×" if "llamacpp_wall_over_native" in r else "—"
         int8_ratio = f"{r['llamacpp_wall_over_int8']:.2f}×" if "llamacpp_wall_over_int8" in r else "—"
         f32_ratio = f"{r['f32_wall_over_native']:.2f}×" if "f32_wall_over_native" in r else "—"
         answers = (f"{nf['same_predictions']}/{d['rows']}, {nf['largest_probability_difference_per_ordering']:.1e}"
                    if nf else "— (no f32 run)")
+        if nf and nf["differing_rows"]:
+            n, outside = len(nf["differing_rows"]), nf["differing_rows_outside_top_two_within_0.01"]
+            answers += f" ({n - outside} of the {n} others: f32's top two within 0.01)"
         file = f"`{d['model']['file']}` ({d['model']['quantisation']}, {d['model_file_bytes'] / 1e6:,.0f} MB)"
         cells = [file, run, cell("native"), cell("int8"), cell("f32"), cell("llamacpp"), f32_ratio, llama_ratio,
                  int8_ratio, answers, f"[`{name}`]({os.path.relpath(os.path.join(folder, name), os.path.dirname(os.path.abspath(markdown)))})"]
         rows.append("| " + " | ".join(cells) + " |")
-    head = ("| model file | run | native (16-bit act.): wall, peak RSS | native, `--int8-activations` | f32 weights | llama.cpp "
-            "| f32 ÷ native | llama.cpp ÷ native | llama.cpp ÷ int8 | native vs f32: same predictions, largest \|Δp\| | summary |\n"
+    head = ("| model file | run | native (CPU: 16-bit act.): wall, peak RSS | native, `--int8-activations` | f32 weights | llama.cpp "
+            "| f32 ÷ native | llama.cpp ÷ native | llama.cpp ÷ int8 | native vs f32: same predictions, largest \\|Δp\\| | summary |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|")
     text = open(markdown).read()
     folder = os.path.abspath(folder)
@@ -144,21 +156,27 @@ def main():
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--no-f32", action="store_true", help="skip the f32 path (a 4B model expanded to f32 is 16 GB)")
     ap.add_argument("--out-dir", default="bench/results/native-weights")
+    ap.add_argument("--device", default="cpu", help="the device Readout runs on (cuda: the GPU check, no llama.cpp)")
+    ap.add_argument("--readout", help="a built readout binary (default: cargo build --release here)")
     args = ap.parse_args()
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     if args.table:
         return table(args.table, args.out_dir)
     if not (args.model and args.label):
         ap.error("--model and --label are needed for a run")
-    subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
-    bin_ = os.path.join(target_dir(), "release", "readout")
+    if args.readout:
+        bin_ = os.path.abspath(args.readout)
+    else:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
+        bin_ = os.path.join(target_dir(), "release", "readout")
     tmp = tempfile.mkdtemp()
-    common = ["--model", args.model, "--shots", "3", "--debias", "cyclic", "--device", "cpu"]
+    common = ["--model", args.model, "--shots", "3", "--debias", "cyclic"]
     if args.limit:
         common += ["--limit", str(args.limit)]
     prompts = os.path.join(tmp, "prompts.jsonl")
     with open(prompts, "w") as f:
-        subprocess.run([bin_, "prompts", SET] + common, check=True, stdout=f)
+        subprocess.run([bin_, "prompts", SET] + common + ["--device", "cpu"], check=True, stdout=f)
+    common += ["--device", args.device]
 
     engines = {"native": [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "native"]}
     if not args.no_f32:
@@ -185,18 +203,24 @@ def main():
                 runs[n].append({"file": out, "wall_seconds": d["timing"]["wall_seconds"],
                                 "model_load_seconds": d["timing"]["model_load_seconds"],
                                 "peak_rss_bytes": d["timing"]["peak_rss_bytes"],
+                                "peak_device_bytes": d["timing"].get("peak_device_bytes"),
                                 "weights": d["model"]["weights"], "activations": d["model"]["activations"],
                                 "tokens_computed": d["plan"]["computed_tokens"]})
+            dev = runs[n][-1].get("peak_device_bytes")
             print(f"round {rnd + 1}: {n} {runs[n][-1]['wall_seconds']:.1f} s, "
-                  f"peak RSS {runs[n][-1]['peak_rss_bytes'] / 2**20:.0f} MiB", file=sys.stderr)
+                  f"peak RSS {runs[n][-1]['peak_rss_bytes'] / 2**20:.0f} MiB"
+                  + (f", peak device {dev / 2**20:.0f} MiB" if dev else ""), file=sys.stderr)
 
     def summary(n):
         rs = runs[n]
-        s = {k: v for k, v in rs[0].items() if k not in ("file", "wall_seconds", "peak_rss_bytes", "model_load_seconds")}
+        per_round = ("wall_seconds", "peak_rss_bytes", "peak_device_bytes")
+        s = {k: v for k, v in rs[0].items() if k not in per_round + ("file", "model_load_seconds")}
         s.update({"wall_seconds": statistics.median(r["wall_seconds"] for r in rs),
                   "model_load_seconds": statistics.median(r["model_load_seconds"] for r in rs),
                   "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rs),
-                  "rounds": [{"wall_seconds": r["wall_seconds"], "peak_rss_bytes": r["peak_rss_bytes"]} for r in rs]})
+                  "rounds": [{k: r[k] for k in per_round if r.get(k) is not None} for r in rs]})
+        if any(r.get("peak_device_bytes") for r in rs):
+            s["peak_device_bytes"] = max(r.get("peak_device_bytes") or 0 for r in rs)
         return s
 
     first = {n: json.load(open(runs[n][0]["file"])) for n in names}
@@ -208,7 +232,7 @@ def main():
         "eval_set": "authored144", "rows": len(first["native"]["rows"]), "limit": args.limit,
         "config": {"mode": "readout", "shots": 3, "debias": "cyclic"},
         "model": first["native"]["model"], "model_file_bytes": file_bytes,
-        "machine": first["native"]["machine"], "threads": args.threads, "rounds_each": args.rounds,
+        "machine": first["native"]["machine"], "device": args.device, "threads": args.threads, "rounds_each": args.rounds,
         "engines": {n: summary(n) for n in names},
     }
     # Answers against the f32 path, or (without it) against the native run.
@@ -221,6 +245,8 @@ def main():
         res[f"llamacpp_vs_{base}"] = compare_llamacpp(first[base], first["llamacpp"])
     e = res["engines"]
     res["ratios"] = {"native_peak_rss_over_file": e["native"]["peak_rss_bytes"] / file_bytes}
+    if "f32" in e and e["native"].get("peak_device_bytes") and e["f32"].get("peak_device_bytes"):
+        res["ratios"]["f32_peak_device_over_native"] = e["f32"]["peak_device_bytes"] / e["native"]["peak_device_bytes"]
     if "f32" in e:
         res["ratios"]["f32_wall_over_native"] = e["f32"]["wall_seconds"] / e["native"]["wall_seconds"]
         res["ratios"]["f32_peak_rss_over_native"] = e["f32"]["peak_rss_bytes"] / e["native"]["peak_rss_bytes"]
