@@ -7,9 +7,10 @@ runs authored144 `--shots 3 --debias cyclic` (optionally `--limit N`) on one mod
 three engines, taking turns round after round (the VM's speed drifts over minutes, so no engine
 gets a slow stretch to itself):
 
-  native     readout run --weights native (16-bit activations, the default)
+  native     readout run --weights native (16-bit activations and an f16 KV cache, the defaults)
   int8       readout run --weights native --int8-activations (with --int8)
-  f32        readout run --weights f32 (the path every weight used to take)
+  f32        readout run --weights f32 --kv-cache f32 (the path every weight used to take, with
+             the f32 KV cache: the reference the others' answers are held to)
   llamacpp   llama.cpp through llama-cpp-python on the very prompts Readout scores
              (`readout prompts`), keeping the longest common prefix with the previous prompt
 
@@ -180,7 +181,7 @@ def main():
 
     engines = {"native": [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "native"]}
     if not args.no_f32:
-        engines["f32"] = [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "f32"]
+        engines["f32"] = [bin_, "run", SET] + common + ["--threads", str(args.threads), "--weights", "f32", "--kv-cache", "f32"]
     if args.int8:
         engines["int8"] = engines["native"] + ["--int8-activations"]
     if not args.no_llamacpp:
@@ -205,6 +206,7 @@ def main():
                                 "peak_rss_bytes": d["timing"]["peak_rss_bytes"],
                                 "peak_device_bytes": d["timing"].get("peak_device_bytes"),
                                 "weights": d["model"]["weights"], "activations": d["model"]["activations"],
+                                "kv_cache": d["model"].get("kv_cache", "f32"),
                                 "tokens_computed": d["plan"]["computed_tokens"]})
             dev = runs[n][-1].get("peak_device_bytes")
             print(f"round {rnd + 1}: {n} {runs[n][-1]['wall_seconds']:.1f} s, "

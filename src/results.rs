@@ -52,6 +52,9 @@ pub struct ModelRecord {
     /// `int16` or `int8` ones (`engine::ModelInfo::activations`).
     #[serde(default = "f32_name")]
     pub activations: String,
+    /// How the KV cache held keys and values: `f16` or `f32` (files written before the field).
+    #[serde(default = "f32_name")]
+    pub kv_cache: String,
 }
 
 fn f32_name() -> String {

@@ -681,6 +681,7 @@ impl ResultBase {
                 parameters: info.parameters,
                 weights: info.weights.as_str().into(),
                 activations: info.activations.into(),
+                kv_cache: info.kv_cache.as_str().into(),
             },
             eval_set: EvalSetRecord {
                 name: set.name.clone(),

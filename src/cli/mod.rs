@@ -13,7 +13,7 @@ mod score;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use readout::device::DeviceRequest;
-use readout::engine::{Engine, LoadOptions, MatmulPath, WeightsMode};
+use readout::engine::{Engine, KvCache, LoadOptions, MatmulPath, WeightsMode};
 use std::path::PathBuf;
 
 /// Decide rubric criteria with a small local language model by reading the answer-letter logits.
@@ -106,6 +106,9 @@ pub struct ModelArgs {
     /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 16-bit: faster on CPUs with AVX-512 VNNI, and the answers move (bench/README.md measures how far).
     #[arg(long)]
     pub int8_activations: bool,
+    /// Precision of the KV cache: f16 (half the memory; attention sees keys and values rounded to f16, as in llama.cpp), f32, or auto (f16 on the CPU, f32 on a GPU).
+    #[arg(long, default_value = "auto")]
+    pub kv_cache: KvCache,
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
@@ -135,6 +138,7 @@ impl ModelArgs {
                 matmul: self.matmul,
                 weights: self.weights,
                 int8_activations: self.int8_activations,
+                kv_cache: self.kv_cache,
             },
         )
         .with_context(|| format!("loading model {}", path.display()))?;

@@ -82,6 +82,8 @@ impl Width {
 /// per row and block, and each block's sum as quantised (`s·Σq`: with it the offset term and the
 /// products see the same activations, and the error of a block's sum is `Σ w·(a − s·q)`,
 /// whatever the offset).
+// Only the x86-64 kernel reads them; elsewhere `int8_ready` is false and they are never made.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Acts {
     pub q: Vec<u8>,
     pub scale: Vec<f32>,

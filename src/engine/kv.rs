@@ -5,10 +5,11 @@
 //! share its chunks instead of copying them. That is what bounds the cache's memory when a
 //! whole run's prompt tree is scored: a pending node holds only its own tokens' keys and values.
 
-use candle_core::Tensor;
+use candle_core::{CpuStorage, DType, Device, Storage, Tensor};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Keys and values of one layer, shaped `[kv_heads, tokens, head_dim]`.
+/// Keys and values of one layer, shaped `[kv_heads, tokens, head_dim]`: f32, or on the CPU f16
+/// (`--kv-cache f16`, half the memory; [`Prefix::layer_then`] widens them back for attention).
 #[derive(Clone, Debug)]
 pub struct LayerKv {
     pub k: Tensor,
@@ -67,10 +68,10 @@ impl Prefix {
             && self.chunks.iter().zip(&other.chunks).all(|(a, b)| Arc::ptr_eq(a, b))
     }
 
-    /// Bytes of key/value storage this snapshot refers to (f32), shared chunks and the joined
-    /// copy included.
+    /// Bytes of key/value storage this snapshot refers to, shared chunks and the joined copy
+    /// included.
     pub fn bytes(&self) -> usize {
-        let size = |l: &LayerKv| (l.k.elem_count() + l.v.elem_count()) * 4;
+        let size = |l: &LayerKv| (l.k.elem_count() + l.v.elem_count()) * l.k.dtype().size_in_bytes();
         let joined: usize = match self.joined.layers.lock() {
             Ok(layers) => layers.iter().flatten().map(size).sum(),
             Err(_) => 0,
@@ -121,7 +122,7 @@ impl Prefix {
         let mut vs: Vec<&Tensor> = self.chunks.iter().map(|c| &c.layers[li].v).collect();
         ks.push(k);
         vs.push(v);
-        Ok((Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?))
+        Ok((cat_f32(&ks)?, cat_f32(&vs)?))
     }
 
     /// Layer `li` of this prefix's chunks joined into one (made on first use, then kept).
@@ -173,5 +174,56 @@ impl Prefix {
             break;
         }
         Ok(Prefix { chunks, tokens: self.tokens[..keep].to_vec(), joined: Arc::default() })
+    }
+}
+
+/// `parts` (each `[kv_heads, n_i, head_dim]`, f32 or f16, on the CPU) joined along the token
+/// axis, as f32: an f16 cache is widened in the one copy the concatenation makes anyway.
+fn cat_f32(parts: &[&Tensor]) -> candle_core::Result<Tensor> {
+    if parts.iter().all(|p| p.dtype() == DType::F32) {
+        return Tensor::cat(parts, 1);
+    }
+    use half::slice::HalfFloatSliceExt;
+    let (heads, _, hd) = parts[0].dims3()?;
+    let lens = parts.iter().map(|p| p.dim(1)).collect::<candle_core::Result<Vec<_>>>()?;
+    let total: usize = lens.iter().sum();
+    let mut out = vec![0f32; heads * total * hd];
+    let mut at = 0;
+    for (p, &n) in parts.iter().zip(&lens) {
+        let p = p.contiguous()?;
+        let (storage, layout) = p.storage_and_layout();
+        let start = layout.start_offset();
+        for h in 0..heads {
+            let dst = &mut out[(h * total + at) * hd..][..n * hd];
+            let from = start + h * n * hd..start + (h + 1) * n * hd;
+            match &*storage {
+                Storage::Cpu(CpuStorage::F16(src)) => src[from].convert_to_f32_slice(dst),
+                Storage::Cpu(CpuStorage::F32(src)) => dst.copy_from_slice(&src[from]),
+                _ => candle_core::bail!("the KV cache holds f16 or f32 keys and values on the CPU"),
+            }
+        }
+        at += n;
+    }
+    Tensor::from_vec(out, (heads, total, hd), &Device::Cpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_f16_cache_is_widened_where_it_is_joined() {
+        let a = Tensor::new(&[[[1f32, 2.], [3., 4.]], [[5., 6.], [7., 8.]]], &Device::Cpu).unwrap(); // [2, 2, 2]
+        let b = Tensor::new(&[[[0.1f32, 0.2]], [[0.3, 0.4]]], &Device::Cpu).unwrap(); // [2, 1, 2]
+        let joined = cat_f32(&[&a.to_dtype(DType::F16).unwrap(), &b]).unwrap();
+        let want = Tensor::cat(&[&a, &b], 1).unwrap();
+        assert_eq!(joined.to_vec3::<f32>().unwrap(), want.to_vec3::<f32>().unwrap());
+        // A narrowed (non-contiguous) part, as `truncated` leaves them.
+        let c = a.to_dtype(DType::F16).unwrap().narrow(1, 0, 1).unwrap();
+        let joined = cat_f32(&[&c, &b]).unwrap();
+        assert_eq!(
+            joined.to_vec3::<f32>().unwrap(),
+            vec![vec![vec![1., 2.], vec![0.1, 0.2]], vec![vec![5., 6.], vec![0.3, 0.4]]]
+        );
     }
 }

@@ -395,8 +395,18 @@ fn build(
         };
         layers.push(Layer { attn_norm, wqkv, wo, q_norm, k_norm, ffn_norm, w_gate_up, w_down });
     }
-    let (cos, sin) = Transformer::rope_tables(cfg, device)?;
-    Ok(Transformer { cfg: cfg.clone(), embed, layers, norm, head, head_q, cos, sin, device: device.clone() })
+    let rope_inv = Transformer::rope_frequencies(cfg);
+    Ok(Transformer {
+        cfg: cfg.clone(),
+        embed,
+        layers,
+        norm,
+        head,
+        head_q,
+        rope_inv,
+        device: device.clone(),
+        kv_f16: false,
+    })
 }
 
 /// The fields of a Hugging Face `config.json` we read.

@@ -23,7 +23,7 @@ pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
 pub use load::Metadata;
 use model::Transformer;
-pub use model::{MatmulPath, WeightsMode};
+pub use model::{KvCache, MatmulPath, WeightsMode};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -38,6 +38,8 @@ pub struct LoadOptions {
     pub weights: WeightsMode,
     /// 8-bit activations in the integer kernel (`--int8-activations`): faster, and answers move.
     pub int8_activations: bool,
+    /// How the KV cache holds keys and values (`--kv-cache`).
+    pub kv_cache: KvCache,
 }
 
 impl Default for LoadOptions {
@@ -47,6 +49,7 @@ impl Default for LoadOptions {
             matmul: MatmulPath::Dense,
             weights: WeightsMode::Auto,
             int8_activations: false,
+            kv_cache: KvCache::Auto,
         }
     }
 }
@@ -67,6 +70,8 @@ pub struct ModelInfo {
     /// What the projections multiply the weights with: `f32`, or the integer kernel's `int16`
     /// or `int8` activations (CPU, native weights in its encodings).
     pub activations: &'static str,
+    /// How the KV cache holds keys and values: `f16` or `f32`, `auto` resolved.
+    pub kv_cache: KvCache,
 }
 
 /// The letter logits read at the end of one suffix.
@@ -161,7 +166,9 @@ impl Engine {
             native: weights == WeightsMode::Native,
             int8_activations: opts.int8_activations,
         };
-        let loaded = load::load(path, &device, hold)?;
+        let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
+        let mut loaded = load::load(path, &device, hold)?;
+        loaded.model.kv_f16 = kv_cache == KvCache::F16;
         let tokenizer = match &loaded.tokenizer_source {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
@@ -180,6 +187,7 @@ impl Engine {
             matmul: opts.matmul,
             weights,
             activations: loaded.model.activations(),
+            kv_cache,
         };
         let engine = Engine {
             info,
@@ -606,6 +614,18 @@ fn resolve_weights(mode: WeightsMode, device: &Device, path: &Path) -> Result<We
             })
         }
         WeightsMode::Auto => Ok(WeightsMode::Native),
+        mode => Ok(mode),
+    }
+}
+
+/// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
+fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
+    match mode {
+        KvCache::Auto if device.is_cpu() => Ok(KvCache::F16),
+        KvCache::Auto => Ok(KvCache::F32),
+        KvCache::F16 if !device.is_cpu() => Err(Error::Config(
+            "--kv-cache f16 is for the CPU; on a GPU the KV cache is f32 (use --kv-cache auto or f32)".into(),
+        )),
         mode => Ok(mode),
     }
 }

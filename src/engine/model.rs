@@ -61,6 +61,42 @@ impl std::str::FromStr for WeightsMode {
     }
 }
 
+/// How the KV cache holds keys and values: the `--kv-cache` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvCache {
+    /// Half the memory of f32 (on the CPU). Attention sees every key and value rounded to f16,
+    /// as llama.cpp's default cache does; its own sums stay f32.
+    F16,
+    /// Keys and values as the projections make them.
+    F32,
+    /// f16 on the CPU, f32 on a GPU.
+    Auto,
+}
+
+impl KvCache {
+    /// `f16`, `f32` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvCache::F16 => "f16",
+            KvCache::F32 => "f32",
+            KvCache::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for KvCache {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "f16" => Ok(KvCache::F16),
+            "f32" => Ok(KvCache::F32),
+            "auto" => Ok(KvCache::Auto),
+            other => Err(format!("unknown KV cache precision `{other}` (expected f16, f32 or auto)")),
+        }
+    }
+}
+
 /// How the weights are to be held: the matmul path, whether they stay in the file's encoding,
 /// and the width of the activations the integer kernel multiplies them with.
 #[derive(Debug, Clone, Copy)]
@@ -381,9 +417,11 @@ pub(crate) struct Transformer {
     pub head: Arc<Table>,
     /// The head in its file's quantised form, used for full-vocabulary logits on the quantised path.
     pub head_q: Option<QMatMul>,
-    pub cos: Tensor,
-    pub sin: Tensor,
+    /// RoPE's inverse frequencies ([`Transformer::rope_frequencies`]).
+    pub rope_inv: Vec<f32>,
     pub device: Device,
+    /// Keys and values kept in f16 (CPU): see [`KvCache`].
+    pub kv_f16: bool,
 }
 
 impl Linear {
@@ -417,22 +455,27 @@ impl Transformer {
         }
     }
 
-    /// RoPE tables for every position of the context.
-    pub(crate) fn rope_tables(cfg: &ModelConfig, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    /// RoPE's inverse frequencies, `θ^(-2i/d)` for each of the `head_dim / 2` pairs.
+    pub(crate) fn rope_frequencies(cfg: &ModelConfig) -> Vec<f32> {
         let half = cfg.head_dim / 2;
-        let inv: Vec<f32> =
-            (0..half).map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32)).collect();
-        let n = cfg.context_length.max(1);
-        let mut cos = Vec::with_capacity(n * half);
-        let mut sin = Vec::with_capacity(n * half);
-        for p in 0..n {
-            for f in &inv {
+        (0..half).map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32)).collect()
+    }
+
+    /// cos and sin of every position's angles, `[positions, head_dim / 2]`: made for each pass
+    /// (a table for the whole context would hold 20 MB for Qwen3's 40k positions).
+    fn rope_rows(&self, positions: &[u32]) -> candle_core::Result<(Tensor, Tensor)> {
+        let half = self.rope_inv.len();
+        let mut cos = Vec::with_capacity(positions.len() * half);
+        let mut sin = Vec::with_capacity(positions.len() * half);
+        for &p in positions {
+            for f in &self.rope_inv {
                 let a = p as f32 * f;
                 cos.push(a.cos());
                 sin.push(a.sin());
             }
         }
-        Ok((Tensor::from_vec(cos, (n, half), device)?, Tensor::from_vec(sin, (n, half), device)?))
+        let n = positions.len();
+        Ok((Tensor::from_vec(cos, (n, half), &self.device)?, Tensor::from_vec(sin, (n, half), &self.device)?))
     }
 
     /// One pass over several segments, each a run of new tokens on top of its own cached
@@ -451,9 +494,7 @@ impl Transformer {
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
         let s = tokens.len();
-        let pos = Tensor::from_slice(&positions, s, &self.device)?;
-        let cos = self.cos.index_select(&pos, 0)?;
-        let sin = self.sin.index_select(&pos, 0)?;
+        let (cos, sin) = self.rope_rows(&positions)?;
         let mut x = self.embed.rows(&tokens, &self.device)?;
         let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let group = h / kvh;
@@ -525,6 +566,15 @@ impl Transformer {
             // every segment of the pass, instead of each segment's scores.
             let q = if cpu { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
             let k = k.squeeze(0)?; // [kvh, S, hd]
+                                   // An f16 cache: this pass's own keys and values are rounded to f16 before its
+                                   // attention too, so a token sees the same numbers whether its keys come from this
+                                   // pass or from the cache of an earlier one.
+            let (k, v, half) = if self.kv_f16 {
+                let (k16, v16) = (k.to_dtype(DType::F16)?, v.to_dtype(DType::F16)?);
+                (k16.to_dtype(DType::F32)?, v16.to_dtype(DType::F32)?, Some((k16, v16)))
+            } else {
+                (k, v, None)
+            };
 
             // q, k and v with every segment's block contiguous (see above).
             let by_seg = match &orders {
@@ -563,6 +613,10 @@ impl Transformer {
             // Only the keys and values the caller keeps outlive the layer: a pass of a thousand
             // tokens would otherwise hold every layer's (and, through v's view, the joint q, k,
             // v products) to its end, hundreds of MB for a model of Qwen3-0.6B's size.
+            let (k, v) = match half {
+                Some(kv16) => kv16,
+                None => (k, v),
+            };
             match keep {
                 KeepKv::Nothing => {}
                 // v copied out of the joint product, so the cache holds v alone.
