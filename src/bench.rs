@@ -107,7 +107,7 @@ fn prompt_pass(engine: &Engine, base: &Prefix, tokens: &[u32], letters: &[u32]) 
     let Some((last, stem)) = tokens.split_last() else {
         return Err(Error::Config("a benchmark prompt has no tokens to compute".into()));
     };
-    let front = stem.len().saturating_sub(engine.pass_tokens().saturating_sub(1));
+    let front = stem.len().saturating_sub(engine.pass_defaults().pass_tokens.saturating_sub(1));
     let parent = if front > 0 { engine.extend(base, &stem[..front])? } else { base.clone() };
     let unit = Unit {
         parent: &parent,
@@ -287,6 +287,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// Time `engine.read` of one suffix of each length in `lengths` (the first tokens of `pool`) on
 /// the fixed `prefix`: `warmups` untimed rounds, then `repeats` timed rounds, the lengths
 /// interleaved within each round so that drift spreads over all of them.
+#[allow(clippy::too_many_arguments)] // the measurement's knobs, each named at the one call
 pub fn logit_cost(
     engine: &Engine,
     prefix: &Prefix,
@@ -295,6 +296,7 @@ pub fn logit_cost(
     lengths: &[usize],
     repeats: usize,
     warmups: usize,
+    opts: crate::engine::PassOptions,
 ) -> Result<Vec<LogitCostRow>> {
     use crate::error::Error;
     if let Some(&n) = lengths.iter().find(|&&n| n == 0 || n > pool.len()) {
@@ -304,7 +306,7 @@ pub fn logit_cost(
     for round in 0..warmups + repeats.max(1) {
         for (i, &n) in lengths.iter().enumerate() {
             let start = Instant::now();
-            let r = engine.read(prefix, &[Suffix { tokens: &pool[..n], read: letters }])?;
+            let r = engine.read_with(prefix, &[Suffix { tokens: &pool[..n], read: letters }], opts)?;
             let ms = start.elapsed().as_secs_f64() * 1e3;
             std::hint::black_box(&r);
             if round >= warmups {

@@ -28,36 +28,42 @@ impl FromStr for DeviceRequest {
     }
 }
 
-/// Resolve a request to a candle device. `auto` never fails.
-pub fn select(req: DeviceRequest) -> Result<Device> {
+/// Resolve a request to a candle device. `auto` never fails: when the binary has a GPU feature
+/// but the GPU cannot be used, it gives the CPU and, beside it, why (for the shell to show).
+pub fn select(req: DeviceRequest) -> Result<(Device, Option<String>)> {
     match req {
-        DeviceRequest::Cpu => Ok(Device::Cpu),
-        DeviceRequest::Cuda => cuda().map_err(|reason| Error::Device { requested: "cuda".into(), reason }),
-        DeviceRequest::Metal => metal().map_err(|reason| Error::Device { requested: "metal".into(), reason }),
+        DeviceRequest::Cpu => Ok((Device::Cpu, None)),
+        DeviceRequest::Cuda => {
+            cuda().map(|d| (d, None)).map_err(|reason| Error::Device { requested: "cuda".into(), reason })
+        }
+        DeviceRequest::Metal => {
+            metal().map(|d| (d, None)).map_err(|reason| Error::Device { requested: "metal".into(), reason })
+        }
         DeviceRequest::Auto => {
+            let mut why = Vec::new();
             if cfg!(feature = "cuda") {
                 match cuda() {
-                    Ok(d) => return Ok(d),
-                    Err(reason) => eprintln!("readout: CUDA not usable ({reason}); running on CPU"),
+                    Ok(d) => return Ok((d, None)),
+                    Err(reason) => why.push(format!("CUDA not usable ({reason})")),
                 }
             }
             if cfg!(feature = "metal") {
                 match metal() {
-                    Ok(d) => return Ok(d),
-                    Err(reason) => {
-                        eprintln!("readout: Metal not usable ({reason}); running on CPU")
-                    }
+                    Ok(d) => return Ok((d, None)),
+                    Err(reason) => why.push(format!("Metal not usable ({reason})")),
                 }
             }
-            Ok(Device::Cpu)
+            let note = (!why.is_empty()).then(|| format!("{}; running on CPU", why.join("; ")));
+            Ok((Device::Cpu, note))
         }
     }
 }
 
-/// A short human name for a device, as result files record it.
-pub fn describe(dev: &Device) -> String {
+/// A short human name for a device, as result files record it (`threads`: the CPU threads the
+/// work runs on).
+pub fn describe(dev: &Device, threads: usize) -> String {
     match dev {
-        Device::Cpu => format!("cpu ({} threads)", candle_core::utils::get_num_threads()),
+        Device::Cpu => format!("cpu ({threads} threads)"),
         Device::Cuda(_) => cuda_name(dev).map_or_else(|| "cuda:0".to_string(), |n| format!("cuda:0 ({n})")),
         Device::Metal(_) => "metal:0".to_string(),
     }
@@ -79,10 +85,7 @@ fn cuda() -> std::result::Result<Device, String> {
     std::panic::set_hook(hook);
     match made {
         Ok(Ok(d)) => {
-            // `READOUT_CUDA_TUNE=0` leaves cudarc's defaults, to measure what the tuning is worth.
-            if std::env::var("READOUT_CUDA_TUNE").as_deref() != Ok("0") {
-                tune_cuda(&d)?;
-            }
+            tune_cuda(&d)?;
             Ok(d)
         }
         Ok(Err(e)) => Err(e.to_string()),

@@ -30,19 +30,19 @@ pub use error::{Error, GgufProblem, Result};
 /// File name of the default model inside `models/` (see `models/manifest`).
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// Where the default model is looked for: `$READOUT_MODEL`, then `./models/`, then the
-/// `models/` folder of the source tree this binary was built from.
-pub fn default_model_path() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("READOUT_MODEL") {
-        return p.into();
+/// Where the default model is looked for, in this order: `from_env` (what the shell read from
+/// `READOUT_MODEL`), the user's data folder (`data_dir/models/`: for the CLI the platform's data
+/// folder's `readout/`, for the app its own), then `models/` of the current folder (a checkout). The first that exists;
+/// when none does, the checkout's path, so that the error names where `models/fetch` puts it.
+/// Never the folder the binary was built in: an installed binary must not depend on it.
+pub fn default_model_path(
+    from_env: Option<std::path::PathBuf>,
+    data_dir: Option<&std::path::Path>,
+) -> std::path::PathBuf {
+    if let Some(p) = from_env.filter(|p| !p.as_os_str().is_empty()) {
+        return p;
     }
     let local = std::path::Path::new("models").join(DEFAULT_MODEL_FILE);
-    if local.exists() {
-        return local;
-    }
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(DEFAULT_MODEL_FILE);
-    if built.exists() {
-        return built;
-    }
-    local
+    let user = data_dir.map(|d| d.join("models").join(DEFAULT_MODEL_FILE));
+    user.into_iter().find(|p| p.exists()).unwrap_or(local)
 }

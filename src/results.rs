@@ -85,10 +85,17 @@ pub struct Levers {
     /// LM head cut to the answer letters.
     pub prune_head: bool,
     /// `dense`, `quantized` or `auto`.
-    pub matmul: String,
+    pub matmul: crate::engine::MatmulPath,
     /// Most new tokens per forward pass when units of the prompt tree are batched together.
     #[serde(default = "default_pass_tokens")]
     pub pass_tokens: usize,
+    /// Units of one pass on the same parent share one attention (`--group-units`; the
+    /// device's default, on for a GPU, when not given). Absent in files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_units: Option<bool>,
+    /// Two passes at a time (`--side-by-side`; the default: on for a CPU of several threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_by_side: Option<bool>,
 }
 
 /// Pass size of files written before the lever was recorded (and the default).
@@ -326,9 +333,9 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
     if cfg.levers.prune_head {
         name.push_str("_pruned");
     }
-    if cfg.levers.matmul != "dense" {
+    if cfg.levers.matmul != crate::engine::MatmulPath::Dense {
         name.push('_');
-        name.push_str(&cfg.levers.matmul);
+        name.push_str(cfg.levers.matmul.as_str());
     }
     if cfg.truncate != crate::truncate::Truncate::None {
         name.push_str("_truncate-");

@@ -78,8 +78,10 @@ pub fn default_config(mode: Mode, shots: usize, debias: DebiasMode) -> RunConfig
             batched_suffixes: true,
             trim: true,
             prune_head: false,
-            matmul: "dense".into(),
+            matmul: crate::engine::MatmulPath::Dense,
             pass_tokens: crate::results::default_pass_tokens(),
+            group_units: None,
+            side_by_side: None,
         },
     }
 }
@@ -149,9 +151,18 @@ pub struct RunInput<'a> {
     pub model_load_seconds: f64,
     /// A partial result to complete (its config must equal `config`).
     pub resume: Option<ResultFile>,
-    /// The `--limit` and `--family` the eval set was read with, for the record.
+    /// Score only the first this many items (`--limit`); the shots come from the whole set.
+    /// Load the set without a limit.
     pub limit: Option<usize>,
+    /// The `--family` the eval set was read with, for the record.
     pub family: Option<String>,
+}
+
+/// Check what a run of `eval_set` with `config` needs from the set alone (rows with a gold
+/// answer, enough groups for the shots, the limit): what a shell calls before loading a model,
+/// so that a bad input is refused at once.
+pub fn check_input(eval_set: &EvalSet, config: &RunConfig, limit: Option<usize>) -> Result<()> {
+    prepare(eval_set, config, limit).map(|_| ())
 }
 
 /// Run an evaluation. Returns the result (partial when stopped).
@@ -161,15 +172,15 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     if config.mode == Mode::Generate && config.debias != DebiasMode::None {
         return Err(Error::Config("generate mode reads one ordering; use --debias none with --mode generate".into()));
     }
-    let prep = prepare(eval_set, &config)?;
+    let config = resolve_levers(engine, config);
+    let prep = prepare(eval_set, &config, limit)?;
     let rows = &prep.rows;
-    let shots = &prep.shots;
     let shots_of = |r: &Row<'_>| prep.shots_for(r, config.shots);
     // 3. Orderings per row, and the resume state.
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
     let mut debias_state = serde_json::json!({});
     if let Some(prev) = &resume {
-        if prev.config != config {
+        if resolve_levers(engine, prev.config.clone()) != config {
             return Err(Error::Config(
                 "the partial result was made with a different configuration; resume it with the same options".into(),
             ));
@@ -257,7 +268,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let mut finished_now: Vec<usize> =
         (0..rows.len()).filter(|i| !done.contains_key(i) && !remaining.contains_key(i)).collect();
     let total = rows.len();
-    let mut base = ResultBase::new(engine, eval_set, &config, rows, shots, model_load_seconds)?;
+    let mut base = ResultBase::new(engine, eval_set, &config, rows, &prep.shots, model_load_seconds)?;
     base.eval_set.limit = limit;
     base.eval_set.family = family;
     let mut checkpoints = control.checkpoint.map(|(path, every)| Checkpoints::new(path, every));
@@ -374,9 +385,10 @@ impl<'p> Checkpoints<'p> {
 
 /// Rows and shots of a run, before any prompt is rendered.
 struct Prepared<'a> {
+    /// The rows to score.
     rows: Vec<Row<'a>>,
-    /// Row indices of the primary and the alternate shots.
-    shots: (Vec<usize>, Vec<usize>),
+    /// Row ids of the primary and the alternate shots (chosen from the whole set).
+    shots: (Vec<String>, Vec<String>),
     primary_shots: Vec<Shot>,
     alternate_shots: Vec<Shot>,
     primary_groups: Vec<String>,
@@ -385,18 +397,20 @@ struct Prepared<'a> {
 impl Prepared<'_> {
     /// The shots a row is shown (the alternate set for rows of the primary shots' groups) and their ids.
     fn shots_for(&self, r: &Row<'_>, k: usize) -> (&[Shot], Vec<String>) {
-        let ids = |v: &[usize]| v.iter().map(|&i| self.rows[i].id.clone()).collect();
         if k == 0 {
             (&[], vec![])
         } else if self.primary_groups.contains(&r.group_id) {
-            (&self.alternate_shots, ids(&self.shots.1))
+            (&self.alternate_shots, self.shots.1.clone())
         } else {
-            (&self.primary_shots, ids(&self.shots.0))
+            (&self.primary_shots, self.shots.0.clone())
         }
     }
 }
 
-fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>> {
+/// The rows of `eval_set` that have a gold answer, the first `limit` items' of them to score,
+/// and the shots, chosen from the whole set (so that `--limit` picks what is scored, not what
+/// the model is shown).
+fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig, limit: Option<usize>) -> Result<Prepared<'a>> {
     let version: PromptVersion = config.prompt_version.parse().map_err(Error::Config)?;
     let mut rows: Vec<Row<'a>> = Vec::new();
     for (ii, item) in eval_set.items.iter().enumerate() {
@@ -432,6 +446,14 @@ fn prepare<'a>(eval_set: &'a EvalSet, config: &RunConfig) -> Result<Prepared<'a>
     };
     let (primary_shots, alternate_shots) = (shot_msgs(&shots.0), shot_msgs(&shots.1));
     let primary_groups = shots.0.iter().map(|&i| rows[i].group_id.clone()).collect();
+    let ids = |v: &[usize]| v.iter().map(|&i| rows[i].id.clone()).collect::<Vec<_>>();
+    let shots = (ids(&shots.0), ids(&shots.1));
+    if let Some(n) = limit {
+        if n == 0 {
+            return Err(Error::Config("a limit of 0 items leaves nothing to run".into()));
+        }
+        rows.retain(|r| r.item < n);
+    }
     Ok(Prepared { rows, shots, primary_shots, alternate_shots, primary_groups })
 }
 
@@ -446,8 +468,14 @@ pub struct RenderedPrompt {
 
 /// Every prompt a run with `config` scores, in order (PriDe: the sample rows' permutations
 /// and every other row's one ordering), with states fitted to the context as the run fits them.
-pub fn prompt_texts(engine: &Engine, eval_set: &EvalSet, config: &RunConfig) -> Result<Vec<RenderedPrompt>> {
-    let prep = prepare(eval_set, config)?;
+/// `limit`: only the first items' prompts (the shots still come from the whole set).
+pub fn prompt_texts(
+    engine: &Engine,
+    eval_set: &EvalSet,
+    config: &RunConfig,
+    limit: Option<usize>,
+) -> Result<Vec<RenderedPrompt>> {
+    let prep = prepare(eval_set, config, limit)?;
     let planned = plan_prompts(engine, eval_set, config, &prep)?;
     Ok(planned
         .specs
@@ -660,7 +688,7 @@ impl ResultBase {
         set: &EvalSet,
         config: &RunConfig,
         rows: &[Row<'_>],
-        shots: &(Vec<usize>, Vec<usize>),
+        shots: &(Vec<String>, Vec<String>),
         model_load_seconds: f64,
     ) -> Result<Self> {
         let info = engine.info();
@@ -693,10 +721,7 @@ impl ResultBase {
                 skipped: set.skipped.clone(),
             },
             config: config.clone(),
-            shots: ShotRecord {
-                primary: shots.0.iter().map(|&i| rows[i].id.clone()).collect(),
-                alternate: shots.1.iter().map(|&i| rows[i].id.clone()).collect(),
-            },
+            shots: ShotRecord { primary: shots.0.clone(), alternate: shots.1.clone() },
             model_load_seconds,
             device: engine.device().clone(),
         })
@@ -850,15 +875,10 @@ fn score_prompts_with(
     let unique = tree.unique_tokens();
     let mut wanted = HashSet::new();
     mark_wanted(&tree, &|p| !done(idx[p]), &mut wanted);
-    // Two passes side by side on a CPU of several threads; `READOUT_SIDE_BY_SIDE=0|1` turns it
-    // off or on for any device (to measure what it is worth).
-    let side_by_side = match std::env::var("READOUT_SIDE_BY_SIDE").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => engine.device().is_cpu() && candle_core::utils::get_num_threads() > 1,
-    };
+    let opts = pass_options(engine, config);
+    let side_by_side = config.levers.side_by_side.unwrap_or_else(|| side_by_side_default(engine));
     let mut ctx =
-        Exec { engine, config, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0, side_by_side };
+        Exec { engine, config, opts, specs, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0, side_by_side };
     if tree.is_leaf() {
         ctx.read_leaves(&Prefix::empty(), &[&tree])?;
     } else if config.mode == Mode::Readout {
@@ -867,6 +887,33 @@ fn score_prompts_with(
         ctx.node(&tree, &Prefix::empty())?;
     }
     Ok((ctx.computed, unique))
+}
+
+/// The engine's pass options as `config`'s levers set them (grouping: the device's default
+/// unless the levers say).
+fn pass_options(engine: &Engine, config: &RunConfig) -> crate::engine::PassOptions {
+    let l = &config.levers;
+    crate::engine::PassOptions {
+        prune_head: l.prune_head,
+        trim: l.trim,
+        pass_tokens: l.pass_tokens,
+        group_units: l.group_units.unwrap_or(engine.pass_defaults().group_units),
+    }
+}
+
+/// Two passes side by side by default on a CPU of several threads.
+fn side_by_side_default(engine: &Engine) -> bool {
+    engine.device().is_cpu() && engine.threads() > 1
+}
+
+/// `config` with the levers the device decides (`None`: its default) made concrete, as the
+/// result file records them.
+pub fn resolve_levers(engine: &Engine, mut config: RunConfig) -> RunConfig {
+    let g = pass_options(engine, &config).group_units;
+    config.levers.group_units = Some(g);
+    config.levers.side_by_side = Some(config.levers.side_by_side.unwrap_or_else(|| side_by_side_default(engine)));
+    config.levers.matmul = engine.info().matmul;
+    config
 }
 
 /// Collect the nodes with a prompt left to read at or below them. Returns whether `n` is one.
@@ -884,6 +931,8 @@ fn mark_wanted(n: &TrieNode, want: &dyn Fn(usize) -> bool, out: &mut HashSet<*co
 struct Exec<'a, 'b> {
     engine: &'a Engine,
     config: &'a RunConfig,
+    /// The engine's pass options, from the configuration's levers.
+    opts: crate::engine::PassOptions,
     specs: &'a [PromptSpec],
     idx: &'a [usize],
     seqs: &'a [&'a [u32]],
@@ -922,7 +971,7 @@ impl Exec<'_, '_> {
                 // One unit alone: its stem in chunks, then its leaves in passes of their own,
                 // each followed by `on_batch` (so the rows of a large unit finish as they are read).
                 let (n, parent) = &batch[0];
-                let prefix = self.engine.extend(parent, &self.seqs[n.rep][n.start..n.end])?;
+                let prefix = self.engine.extend_with(parent, &self.seqs[n.rep][n.start..n.end], self.opts)?;
                 self.computed += n.end - n.start;
                 let leaves: Vec<&TrieNode> = n.children.iter().filter(|c| c.is_leaf()).collect();
                 for chunk in self.leaf_chunks(&leaves) {
@@ -930,7 +979,7 @@ impl Exec<'_, '_> {
                         continue;
                     }
                     let suffixes: Vec<Suffix<'_>> = chunk.iter().map(|l| self.leaf_suffix(l)).collect();
-                    let read = self.engine.read_with(&prefix, &suffixes, self.head())?;
+                    let read = self.engine.read_with(&prefix, &suffixes, self.opts)?;
                     self.computed += chunk.iter().map(|l| l.end - l.start).sum::<usize>();
                     let mut read_now: Vec<usize> = Vec::new();
                     for (l, r) in chunk.iter().zip(read) {
@@ -959,13 +1008,11 @@ impl Exec<'_, '_> {
                 }
             }
             let units = self.units(&batch);
-            let head = self.head();
-            let engine = self.engine;
             let (outs, outs2) = match &second {
-                None => (engine.pass_with(&units, head)?, None),
+                None => (self.engine.pass_with(&units, self.opts)?, None),
                 Some((b2, _)) => {
                     let units2 = self.units(b2);
-                    let (a, b) = rayon::join(|| engine.pass_with(&units, head), || engine.pass_with(&units2, head));
+                    let (a, b) = self.engine.pass_pair(&units, &units2, self.opts);
                     (a?, Some(b?))
                 }
             };
@@ -1057,7 +1104,7 @@ impl Exec<'_, '_> {
     /// A large unit's leaves in the passes `Engine::read_with` makes of them (as many as fit in
     /// the engine's pass; one each with batching off), so that each chunk is one pass of its own.
     fn leaf_chunks<'n>(&self, leaves: &[&'n TrieNode]) -> Vec<Vec<&'n TrieNode>> {
-        let max = if self.config.levers.batched_suffixes { self.engine.pass_tokens() } else { 0 };
+        let max = if self.config.levers.batched_suffixes { self.opts.pass_tokens } else { 0 };
         let mut chunks: Vec<Vec<&TrieNode>> = Vec::new();
         let mut total = 0;
         for &l in leaves {
@@ -1074,11 +1121,6 @@ impl Exec<'_, '_> {
             }
         }
         chunks
-    }
-
-    /// The head settings of this run's levers.
-    fn head(&self) -> crate::engine::HeadOptions {
-        crate::engine::HeadOptions { prune: self.config.levers.prune_head, trim: self.config.levers.trim }
     }
 
     /// New tokens a unit puts in a pass: its stem and its leaves.
@@ -1115,7 +1157,7 @@ impl Exec<'_, '_> {
             return Ok(true);
         }
         let tokens = &self.seqs[node.rep][node.start..node.end];
-        let prefix = self.engine.extend(parent, tokens)?;
+        let prefix = self.engine.extend_with(parent, tokens, self.opts)?;
         self.computed += tokens.len();
         let leaves: Vec<&TrieNode> = node.children.iter().filter(|c| c.is_leaf()).collect();
         if !leaves.is_empty() && !self.read_leaves(&prefix, &leaves)? {
@@ -1141,7 +1183,7 @@ impl Exec<'_, '_> {
                 let mut read_now: Vec<usize> = Vec::new();
                 self.computed += leaves.iter().map(|l| l.end - l.start).sum::<usize>();
                 let suffixes: Vec<Suffix<'_>> = leaves.iter().map(|l| self.leaf_suffix(l)).collect();
-                let out = self.engine.read_with(prefix, &suffixes, self.head())?;
+                let out = self.engine.read_with(prefix, &suffixes, self.opts)?;
                 for (l, r) in leaves.iter().zip(out) {
                     self.record(l, &r, &mut read_now);
                 }

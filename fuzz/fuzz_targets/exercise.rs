@@ -1,5 +1,5 @@
 //! What each fuzz target does with its input, shared with the stable-Rust regression test
-//! (`tests/fuzz_regressions.rs`), which replays the committed inputs through the same calls.
+//! (`tests/all/fuzz_regressions.rs`), which replays the committed inputs through the same calls.
 //! Each function returns whether the library's entry point accepted the input.
 #![allow(dead_code)]
 

@@ -224,7 +224,11 @@ pub async fn run_eval(
     request: RunRequest,
     on_progress: Channel<Progress>,
 ) -> Res<ResultFile> {
-    let opts = LoadOptions { limit: request.limit, skip_bad: request.skip_bad.unwrap_or(false), family: None };
+    if request.limit == Some(0) {
+        return Err("A limit of 0 rows leaves nothing to run.".to_string());
+    }
+    // The whole set: `limit` picks the rows scored, the shots come from all of them.
+    let opts = LoadOptions { limit: None, skip_bad: request.skip_bad.unwrap_or(false), family: None };
     let set = EvalSet::load(&request.eval_set, &opts).map_err(msg)?;
     let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
     let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
@@ -404,7 +408,7 @@ fn model_entry(path: &Path) -> Result<ModelEntry, String> {
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> Vec<ModelEntry> {
     let s = state.settings();
-    let mut paths = vec![s.default_model.clone().unwrap_or_else(readout::default_model_path)];
+    let mut paths = vec![state.default_model()];
     paths.extend(s.models.iter().cloned());
     paths.dedup();
     paths.iter().filter_map(|p| model_entry(p).ok()).collect()

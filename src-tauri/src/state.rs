@@ -55,13 +55,17 @@ pub fn default_bench_dir() -> PathBuf {
 }
 
 /// The app's state, shared by every command.
+/// What an engine was loaded with: the model's path, the device asked for, the thread count.
+pub type EngineKey = (PathBuf, DeviceRequest, Option<usize>);
+
 pub struct AppState {
     pub settings_path: PathBuf,
     /// The app's own data folder (the bundled eval set is written here): the platform's app data
     /// folder in the app, a temporary one in tests.
     pub data_dir: PathBuf,
     pub settings: Mutex<Settings>,
-    pub engine: Mutex<Option<(PathBuf, Arc<Engine>)>>,
+    /// The model held: its path, device and thread count, and the engine.
+    pub engine: Mutex<Option<(EngineKey, Arc<Engine>)>>,
     pub cancel: Arc<AtomicBool>,
     pub last_result: Mutex<Option<ResultFile>>,
 }
@@ -101,25 +105,30 @@ impl AppState {
         Ok(())
     }
 
-    /// The engine for `model` (or the default model), loading it when it is not the one held.
+    /// The default model: the one the settings name, else `$READOUT_MODEL`, the app's data
+    /// folder's `models/`, then `models/` of the current folder (`readout::default_model_path`).
+    pub fn default_model(&self) -> PathBuf {
+        self.settings().default_model.unwrap_or_else(|| {
+            readout::default_model_path(std::env::var_os("READOUT_MODEL").map(PathBuf::from), Some(&self.data_dir))
+        })
+    }
+
+    /// The engine for `model` (or the default model), loading it when it is not the one held
+    /// (another file, or the same one with another device or thread count).
     pub fn engine(&self, model: Option<&Path>) -> Result<Arc<Engine>, String> {
         let settings = self.settings();
-        let path =
-            model.map(Path::to_path_buf).or(settings.default_model.clone()).unwrap_or_else(readout::default_model_path);
+        let path = model.map(Path::to_path_buf).unwrap_or_else(|| self.default_model());
+        let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
+        let key = (path, device, settings.threads);
         let mut held = self.engine.lock().map_err(|_| "the model lock was poisoned; restart the app".to_string())?;
-        if let Some((p, e)) = held.as_ref() {
-            if *p == path {
+        if let Some((k, e)) = held.as_ref() {
+            if *k == key {
                 return Ok(e.clone());
             }
         }
-        if let Some(n) = settings.threads {
-            std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-        }
-        let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
-        let engine = Engine::load(&path, &LoadOptions { device, matmul: MatmulPath::Dense, ..Default::default() })
-            .map_err(|e| e.to_string())?;
-        let engine = Arc::new(engine);
-        *held = Some((path, engine.clone()));
+        let opts = LoadOptions { device, matmul: MatmulPath::Dense, threads: settings.threads, ..Default::default() };
+        let engine = Arc::new(Engine::load(&key.0, &opts).map_err(|e| e.to_string())?);
+        *held = Some((key, engine.clone()));
         Ok(engine)
     }
 }

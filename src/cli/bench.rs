@@ -260,15 +260,16 @@ fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
     }
     let loadavg_before = loadavg();
     let t0 = std::time::Instant::now();
-    let mut engine = a.model.load()?;
+    let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
     let rubric = readout::rubric::Rubric::load(&a.rubric)?;
     let toks = logit_cost_tokens(&engine, &rubric, LOGIT_COST_TEXT, a.prefix_tokens, max_suffix)?;
     let t1 = std::time::Instant::now();
     let prefix = engine.extend(&Prefix::empty(), &toks.prefix)?;
     let prefix_seconds = t1.elapsed().as_secs_f64();
-    let run = |engine: &readout::engine::Engine, head: &str| -> Result<serde_json::Value> {
-        let rows = logit_cost(engine, &prefix, &toks.pool, &toks.letters, &a.suffix, a.repeats, a.warmups)?;
+    let run = |engine: &readout::engine::Engine, head: &str, prune_head: bool| -> Result<serde_json::Value> {
+        let opts = readout::engine::PassOptions { prune_head, ..engine.pass_defaults() };
+        let rows = logit_cost(engine, &prefix, &toks.pool, &toks.letters, &a.suffix, a.repeats, a.warmups, opts)?;
         let fit = fit_rows(&rows);
         eprintln!("{head} head:");
         for r in &rows {
@@ -282,15 +283,8 @@ fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
         }
         Ok(serde_json::json!({"head": head, "rows": rows, "fit": fit}))
     };
-    let full = run(&engine, "full")?;
-    let pruned = if a.pruned {
-        engine.set_prune_head(true);
-        let p = run(&engine, "pruned")?;
-        engine.set_prune_head(false);
-        Some(p)
-    } else {
-        None
-    };
+    let full = run(&engine, "full", false)?;
+    let pruned = if a.pruned { Some(run(&engine, "pruned", true)?) } else { None };
     let info = engine.info();
     let derived = readout::derive::derive(&info.config, Default::default())?;
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -34,15 +34,14 @@ pub struct LeversArgs {
 
 pub fn run_levers(a: LeversArgs) -> Result<i32> {
     let sel = &a.select;
-    let set =
-        EvalSet::load(&sel.evalset, &LoadOptions { skip_bad: false, limit: sel.limit, family: sel.family.clone() })?;
+    let set = EvalSet::load(&sel.evalset, &LoadOptions { skip_bad: false, limit: None, family: sel.family.clone() })?;
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut base = default_config(Mode::Readout, sel.shots, sel.debias);
     base.shot_seed = sel.shot_seed;
     base.truncate = sel.truncate();
-    base.levers.matmul = format!("{:?}", engine.info().matmul).to_lowercase();
+    let base = readout::run::resolve_levers(&engine, base);
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
     let stop = AtomicBool::new(false);

@@ -56,8 +56,8 @@ enum Command {
 pub struct SelectArgs {
     /// The eval set (JSON Lines, row or request form).
     pub evalset: PathBuf,
-    /// Only the first N items (after --family).
-    #[arg(long)]
+    /// Score only the first N items (after --family); the shots still come from the whole set.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub limit: Option<usize>,
     /// Only items of this family.
     #[arg(long)]
@@ -114,6 +114,13 @@ pub struct ModelArgs {
     pub threads: Option<usize>,
 }
 
+/// The default model: `$READOUT_MODEL`, the user's data folder's `readout/models/`, then
+/// `models/` here (`readout::default_model_path`).
+pub fn default_model() -> PathBuf {
+    let data = dirs::data_dir().map(|d| d.join("readout"));
+    readout::default_model_path(std::env::var_os("READOUT_MODEL").map(PathBuf::from), data.as_deref())
+}
+
 fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
     match s {
         "dense" => Ok(MatmulPath::Dense),
@@ -126,11 +133,7 @@ fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
 impl ModelArgs {
     /// Load the chosen model.
     pub fn load(&self) -> Result<Engine> {
-        if let Some(n) = self.threads {
-            // candle's CPU kernels read this when their thread pool starts.
-            std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-        }
-        let path = self.model.clone().unwrap_or_else(readout::default_model_path);
+        let path = self.model.clone().unwrap_or_else(default_model);
         let engine = Engine::load(
             &path,
             &LoadOptions {
@@ -139,9 +142,13 @@ impl ModelArgs {
                 weights: self.weights,
                 int8_activations: self.int8_activations,
                 kv_cache: self.kv_cache,
+                threads: self.threads,
             },
         )
         .with_context(|| format!("loading model {}", path.display()))?;
+        if let Some(why) = &engine.info().device_fallback {
+            eprintln!("readout: {why}");
+        }
         Ok(engine)
     }
 }

@@ -18,16 +18,15 @@ pub struct PromptsArgs {
 
 pub fn run(a: PromptsArgs) -> Result<i32> {
     let sel = &a.select;
-    let set = EvalSet::load(
-        &sel.evalset,
-        &LoadOptions { limit: sel.limit, family: sel.family.clone(), ..Default::default() },
-    )?;
-    let engine = a.model.load()?;
+    let set =
+        EvalSet::load(&sel.evalset, &LoadOptions { limit: None, family: sel.family.clone(), ..Default::default() })?;
     let mut config = default_config(Mode::Readout, sel.shots, sel.debias);
     config.shot_seed = sel.shot_seed;
     config.truncate = sel.truncate();
+    readout::run::check_input(&set, &config, sel.limit)?;
+    let engine = a.model.load()?;
     let mut out = std::io::stdout().lock();
-    for p in prompt_texts(&engine, &set, &config)? {
+    for p in prompt_texts(&engine, &set, &config, sel.limit)? {
         writeln!(out, "{}", serde_json::to_string(&p)?)?;
     }
     Ok(0)

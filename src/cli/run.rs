@@ -4,7 +4,7 @@ use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
-use readout::results::{default_name, ResultFile, Status};
+use readout::results::{default_name, unused_path, ResultFile, Status};
 use readout::run::{default_config, run, Control, Mode, Progress, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,10 +36,16 @@ pub struct RunArgs {
     /// Lever off: full-vocabulary logits at every position of every pass.
     #[arg(long)]
     no_trim: bool,
+    /// Units of one pass on the same parent share one attention: true or false [default: true on a GPU, false on the CPU].
+    #[arg(long)]
+    group_units: Option<bool>,
+    /// Two passes at a time: true or false [default: true on a CPU of several threads].
+    #[arg(long)]
+    side_by_side: Option<bool>,
     /// Most new tokens per forward pass when batching.
     #[arg(long, default_value_t = readout::results::default_pass_tokens(), value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pass_tokens: usize,
-    /// Result file to write [default: bench/results/<evalset>_<model>_<mode>_<shots>shot_<debias>.json].
+    /// Result file to write [default: bench/results/<evalset>_<model>_<mode>_<shots>shot_<debias>.json, or the first free <name>-2.json, <name>-3.json, … beside it].
     #[arg(long)]
     out: Option<PathBuf>,
     /// Overwrite an existing result file.
@@ -60,10 +66,8 @@ pub struct RunArgs {
 
 pub fn run_cmd(a: RunArgs) -> Result<i32> {
     let sel = &a.select;
-    let set = EvalSet::load(
-        &sel.evalset,
-        &LoadOptions { skip_bad: a.skip_bad, limit: sel.limit, family: sel.family.clone() },
-    )?;
+    let set =
+        EvalSet::load(&sel.evalset, &LoadOptions { skip_bad: a.skip_bad, limit: None, family: sel.family.clone() })?;
     if !set.skipped.is_empty() {
         eprintln!(
             "readout: skipped {} bad line(s) of {} (recorded in the result file)",
@@ -71,9 +75,6 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             sel.evalset.display()
         );
     }
-    let t0 = std::time::Instant::now();
-    let engine = a.model.load()?;
-    let load_seconds = t0.elapsed().as_secs_f64();
     let mut config = default_config(a.mode, sel.shots, sel.debias);
     config.shot_seed = sel.shot_seed;
     config.truncate = sel.truncate();
@@ -83,7 +84,14 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     config.levers.batched_suffixes = !a.no_batch;
     config.levers.trim = !a.no_trim;
     config.levers.pass_tokens = a.pass_tokens;
-    config.levers.matmul = format!("{:?}", engine.info().matmul).to_lowercase();
+    // The set's rows and shots are checked before the model loads: a bad input costs no load.
+    readout::run::check_input(&set, &config, sel.limit)?;
+    let t0 = std::time::Instant::now();
+    let engine = a.model.load()?;
+    let load_seconds = t0.elapsed().as_secs_f64();
+    config.levers.group_units = a.group_units;
+    config.levers.side_by_side = a.side_by_side;
+    config = readout::run::resolve_levers(&engine, config);
     let resume = match &a.resume {
         Some(p) => {
             let r = ResultFile::load(p)?;
@@ -100,8 +108,8 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
                 return Err(readout::Error::Config(format!(
                     "{} was run with --matmul {}; resume it with --matmul {}",
                     p.display(),
-                    r.config.levers.matmul,
-                    r.config.levers.matmul
+                    r.config.levers.matmul.as_str(),
+                    r.config.levers.matmul.as_str()
                 ))
                 .into());
             }
@@ -118,7 +126,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
                 ))
                 .into());
             }
-            config = r.config.clone();
+            config = readout::run::resolve_levers(&engine, r.config.clone());
             Some(r)
         }
         None => None,
@@ -127,8 +135,15 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         (Some(p), _) => p.clone(),
         (None, Some(o)) => o.clone(),
         (None, None) => {
+            // The default name never overwrites: an existing file (a committed result, an
+            // earlier run) leaves this one the first free `NAME-2.json`, `NAME-3.json`, ….
             let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            PathBuf::from("bench/results").join(default_name(&set.name, &stem, &config))
+            let path = PathBuf::from("bench/results").join(default_name(&set.name, &stem, &config));
+            if a.force {
+                path
+            } else {
+                unused_path(&path)
+            }
         }
     };
     if a.resume.is_none() && out.exists() && !a.force {

@@ -40,6 +40,8 @@ pub struct LoadOptions {
     pub int8_activations: bool,
     /// How the KV cache holds keys and values (`--kv-cache`).
     pub kv_cache: KvCache,
+    /// CPU threads for the engine's work (`--threads`); `None`: one per core.
+    pub threads: Option<usize>,
 }
 
 impl Default for LoadOptions {
@@ -50,6 +52,7 @@ impl Default for LoadOptions {
             weights: WeightsMode::Auto,
             int8_activations: false,
             kv_cache: KvCache::Auto,
+            threads: None,
         }
     }
 }
@@ -72,6 +75,10 @@ pub struct ModelInfo {
     pub activations: &'static str,
     /// How the KV cache holds keys and values: `f16` or `f32`, `auto` resolved.
     pub kv_cache: KvCache,
+    /// Why `--device auto` fell back to the CPU (a GPU feature built in, its device or libraries
+    /// missing); for the shell to show. `None` when the requested device was used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_fallback: Option<String>,
 }
 
 /// The letter logits read at the end of one suffix.
@@ -91,12 +98,26 @@ pub struct Suffix<'a> {
     pub read: &'a [u32],
 }
 
-/// How the head runs in a pass: pruned to the letters read, and trimmed to the read rows.
+/// How the engine makes its passes: chosen per call by the caller's configuration (a run's
+/// levers), so a setting is applied where it is recorded. [`Engine::pass_defaults`] gives the
+/// defaults for the engine's device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeadOptions {
-    pub prune: bool,
+pub struct PassOptions {
+    /// The LM head cut to the letters read (`--prune-head`).
+    pub prune_head: bool,
+    /// Logits only at the read rows (on); off computes the full head at every row of a pass,
+    /// as a plain forward does, to measure what trimming saves.
     pub trim: bool,
+    /// Most new tokens in one forward pass (`--pass-tokens`).
+    pub pass_tokens: usize,
+    /// Units of one pass that share a parent run their attention together: on by default on a
+    /// GPU, where fewer and larger kernels pay; off on the CPU, where the masked-out columns
+    /// would cost arithmetic.
+    pub group_units: bool,
 }
+
+/// Most new tokens in one pass unless the caller says otherwise.
+pub const DEFAULT_PASS_TOKENS: usize = 1024;
 
 /// One unit of a pass: compute `stem` on top of `parent`, and read the letters at the end of
 /// each leaf (leaves continue the stem).
@@ -143,32 +164,32 @@ pub struct Engine {
     tokenizer: Tokenizer,
     template: ChatTemplate,
     sha256: OnceLock<String>,
-    /// Compute only the head rows of the letters read (`--prune-to`).
-    prune_head: bool,
-    /// Most new tokens in one forward pass.
-    max_batch_tokens: usize,
-    /// Logits only at the read rows (on); off computes the full head at every row of a pass,
-    /// as a plain forward does, to measure what trimming saves.
-    trim: bool,
-    /// Units of one pass that share a parent run their attention together (on by default on a
-    /// GPU, where fewer and larger kernels pay; off on the CPU, where the masked-out columns would
-    /// cost arithmetic). `READOUT_GROUP_UNITS=0|1` overrides the default.
-    group_units: bool,
+    /// The threads the CPU work runs on (`LoadOptions::threads`): every pass runs inside it.
+    pool: rayon::ThreadPool,
 }
 
 impl Engine {
     /// Load a GGUF file or a Hugging Face directory.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Self> {
-        let device = device::select(opts.device)?;
-        let weights = resolve_weights(opts.weights, &device, path)?;
-        let hold = load::Hold {
-            matmul: opts.matmul,
-            native: weights == WeightsMode::Native,
-            int8_activations: opts.int8_activations,
-        };
-        let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
-        let mut loaded = load::load(path, &device, hold)?;
-        loaded.model.kv_f16 = kv_cache == KvCache::F16;
+        let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("readout-{i}"));
+        if let Some(n) = opts.threads {
+            pool = pool.num_threads(n.max(1));
+        }
+        let pool = pool.build().map_err(|e| Error::Config(format!("starting {:?} CPU threads: {e}", opts.threads)))?;
+        // Loading decodes and lays out weights on all of the engine's threads.
+        let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
+            let (device, fallback) = device::select(opts.device)?;
+            let weights = resolve_weights(opts.weights, &device, path)?;
+            let hold = load::Hold {
+                matmul: opts.matmul,
+                native: weights == WeightsMode::Native,
+                int8_activations: opts.int8_activations,
+            };
+            let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
+            let mut loaded = load::load(path, &device, hold)?;
+            loaded.model.kv_f16 = kv_cache == KvCache::F16;
+            Ok((loaded, device, weights, kv_cache, fallback))
+        })?;
         let tokenizer = match &loaded.tokenizer_source {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
@@ -183,23 +204,14 @@ impl Engine {
             quantisation: loaded.quantisation.clone(),
             parameters: cfg.parameter_count(),
             config: cfg,
-            device: device::describe(&device),
+            device: device::describe(&device, pool.current_num_threads()),
+            device_fallback: fallback,
             matmul: opts.matmul,
             weights,
             activations: loaded.model.activations(),
             kv_cache,
         };
-        let engine = Engine {
-            info,
-            model: loaded.model,
-            tokenizer,
-            template,
-            sha256: OnceLock::new(),
-            prune_head: false,
-            max_batch_tokens: 1024,
-            trim: true,
-            group_units: group_units_default(&device)?,
-        };
+        let engine = Engine { info, model: loaded.model, tokenizer, template, sha256: OnceLock::new(), pool };
         if !device.is_cpu() {
             engine.warm_up()?;
         }
@@ -220,7 +232,7 @@ impl Engine {
             Unit { parent: &other, stem: &[12], leaves: leaves[..1].to_vec(), keep: true },
         ];
         for prune in [false, true] {
-            self.pass_with(&units, HeadOptions { prune, trim: true })?;
+            self.pass_with(&units, PassOptions { prune_head: prune, ..self.pass_defaults() })?;
         }
         self.model.device.synchronize()?;
         Ok(())
@@ -242,9 +254,20 @@ impl Engine {
         &self.model.device
     }
 
-    /// Use only the letters' rows of the LM head.
-    pub fn set_prune_head(&mut self, on: bool) {
-        self.prune_head = on;
+    /// The pass options for this engine's device: full head, trimmed, 1024 tokens a pass, units
+    /// grouped on a GPU only.
+    pub fn pass_defaults(&self) -> PassOptions {
+        PassOptions {
+            prune_head: false,
+            trim: true,
+            pass_tokens: DEFAULT_PASS_TOKENS,
+            group_units: !self.device().is_cpu(),
+        }
+    }
+
+    /// The number of threads the engine's CPU work runs on.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
     }
 
     /// The sha256 of the model file (or of config.json for a directory), computed once.
@@ -282,51 +305,19 @@ impl Engine {
         Ok(ids)
     }
 
-    /// Whether the head is pruned to the letters read.
-    pub fn prune_head(&self) -> bool {
-        self.prune_head
-    }
-
-    /// Whether logits are computed only at the read rows.
-    pub fn trim(&self) -> bool {
-        self.trim
-    }
-
-    /// Turn trimming off (full-vocabulary logits at every row of every pass) or back on.
-    pub fn set_trim(&mut self, on: bool) {
-        self.trim = on;
-    }
-
-    /// Whether units on the same parent share one attention (see `group_units`).
-    pub fn group_units(&self) -> bool {
-        self.group_units
-    }
-
-    /// Turn grouping of units on the same parent on or off.
-    pub fn set_group_units(&mut self, on: bool) {
-        self.group_units = on;
-    }
-
-    /// Most new tokens the engine puts in one forward pass; a caller batching units fills passes
-    /// up to this.
-    pub fn pass_tokens(&self) -> usize {
-        self.max_batch_tokens
-    }
-
-    /// Set the most new tokens per pass (at least 1). Larger passes make larger matmuls (faster
-    /// per token on CPU) and hold more activations.
-    pub fn set_pass_tokens(&mut self, n: usize) {
-        self.max_batch_tokens = n.max(1);
-    }
-
     /// Compute `tokens` on top of `parent`, giving a longer prefix. `parent` is unchanged.
     pub fn extend(&self, parent: &Prefix, tokens: &[u32]) -> Result<Prefix> {
+        self.extend_with(parent, tokens, self.pass_defaults())
+    }
+
+    /// `extend` in passes of at most `opts.pass_tokens` tokens.
+    pub fn extend_with(&self, parent: &Prefix, tokens: &[u32], opts: PassOptions) -> Result<Prefix> {
         // Refuse before computing anything: a long text must not cost minutes to be refused.
         self.check_context(parent.len() + tokens.len())?;
         let mut cur = parent.clone();
-        for chunk in tokens.chunks(self.max_batch_tokens) {
+        for chunk in tokens.chunks(opts.pass_tokens.max(1)) {
             let unit = Unit { parent: &cur, stem: chunk, leaves: vec![], keep: true };
-            let out = self.pass(std::slice::from_ref(&unit))?;
+            let out = self.pass_with(std::slice::from_ref(&unit), opts)?;
             cur = out.into_iter().next().map(|o| o.prefix).unwrap_or_else(|| cur.clone());
         }
         Ok(cur)
@@ -335,28 +326,22 @@ impl Engine {
     /// Read the letter logits at the end of every suffix, each computed on top of `prefix`.
     /// Suffixes of one batch go through the model together under a tree mask.
     pub fn read(&self, prefix: &Prefix, suffixes: &[Suffix<'_>]) -> Result<Vec<Readout>> {
-        self.read_with(prefix, suffixes, self.head_options())
+        self.read_with(prefix, suffixes, self.pass_defaults())
     }
 
-    /// The engine's own head settings (`set_prune_head`, `set_trim`).
-    pub fn head_options(&self) -> HeadOptions {
-        HeadOptions { prune: self.prune_head, trim: self.trim }
-    }
-
-    /// `read` with the given head settings.
-    pub fn read_with(&self, prefix: &Prefix, suffixes: &[Suffix<'_>], head: HeadOptions) -> Result<Vec<Readout>> {
+    /// `read` with the given options: the suffixes in passes of at most `opts.pass_tokens`.
+    pub fn read_with(&self, prefix: &Prefix, suffixes: &[Suffix<'_>], opts: PassOptions) -> Result<Vec<Readout>> {
         let mut out = Vec::with_capacity(suffixes.len());
         let mut start = 0;
         while start < suffixes.len() {
             let mut end = start;
             let mut total = 0;
-            while end < suffixes.len() && (end == start || total + suffixes[end].tokens.len() <= self.max_batch_tokens)
-            {
+            while end < suffixes.len() && (end == start || total + suffixes[end].tokens.len() <= opts.pass_tokens) {
                 total += suffixes[end].tokens.len();
                 end += 1;
             }
             let unit = Unit { parent: prefix, stem: &[], leaves: suffixes[start..end].to_vec(), keep: false };
-            out.extend(self.pass_with(std::slice::from_ref(&unit), head)?.into_iter().flat_map(|o| o.readouts));
+            out.extend(self.pass_with(std::slice::from_ref(&unit), opts)?.into_iter().flat_map(|o| o.readouts));
             start = end;
         }
         Ok(out)
@@ -367,13 +352,30 @@ impl Engine {
     /// its leaves, which continue the stem and see only the parent, the stem and their own
     /// earlier tokens (a tree mask). Units of different parents share the pass: the matmuls run
     /// once over all their rows, attention runs per unit. A caller keeps the pass within
-    /// `pass_tokens()`; this does not split it.
+    /// `pass_tokens`; this does not split it.
     pub fn pass(&self, units: &[Unit<'_>]) -> Result<Vec<UnitOut>> {
-        self.pass_with(units, self.head_options())
+        self.pass_with(units, self.pass_defaults())
     }
 
-    /// `pass` with the given head settings.
-    pub fn pass_with(&self, units: &[Unit<'_>], head: HeadOptions) -> Result<Vec<UnitOut>> {
+    /// `pass` with the given options (head, grouping), on the engine's threads.
+    pub fn pass_with(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<UnitOut>> {
+        self.pool.install(|| self.pass_in_pool(units, opts))
+    }
+
+    /// Two passes side by side on the engine's threads (each as [`Engine::pass_with`]): on a CPU
+    /// of several cores, the steps of one pass that run on one core (copies, the attention's
+    /// small products) leave the other core to the other pass. A unit's numbers do not depend
+    /// on its pass, so the bits are those of two passes one after the other.
+    pub fn pass_pair(
+        &self,
+        a: &[Unit<'_>],
+        b: &[Unit<'_>],
+        opts: PassOptions,
+    ) -> (Result<Vec<UnitOut>>, Result<Vec<UnitOut>>) {
+        self.pool.install(|| rayon::join(|| self.pass_in_pool(a, opts), || self.pass_in_pool(b, opts)))
+    }
+
+    fn pass_in_pool(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<UnitOut>> {
         let mut seg_tokens: Vec<Vec<u32>> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(i) = u.leaves.iter().position(|l| l.tokens.is_empty()) {
@@ -397,7 +399,7 @@ impl Engine {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for &i in &busy {
             let same = |g: &&mut Vec<usize>| units[g[0]].parent.same_as(units[i].parent);
-            match groups.iter_mut().find(|g| self.group_units && same(g)) {
+            match groups.iter_mut().find(|g| opts.group_units && same(g)) {
                 Some(g) => g.push(i),
                 None => groups.push(vec![i]),
             }
@@ -470,14 +472,14 @@ impl Engine {
         // two times say whether a pass is bound by the host issuing kernels or by the device.
         let queued = started.elapsed();
         drop(segs);
-        if !head.trim {
+        if !opts.trim {
             // What an untrimmed forward pays: the full head at every row (the values are the same
             // at the read rows, so they are read below as usual).
             let all: Vec<u32> = (0..hidden.dim(0)? as u32).collect();
             let _ = self.model.head_at(&hidden, &all, None)?;
         }
         if !read_rows.is_empty() {
-            for (r, &i) in self.head(&hidden, &read_rows, &reads, head.prune)?.into_iter().zip(&read_owner) {
+            for (r, &i) in self.head(&hidden, &read_rows, &reads, opts.prune_head)?.into_iter().zip(&read_owner) {
                 out[i].readouts.push(r);
             }
         }
@@ -627,17 +629,6 @@ fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
             "--kv-cache f16 is for the CPU; on a GPU the KV cache is f32 (use --kv-cache auto or f32)".into(),
         )),
         mode => Ok(mode),
-    }
-}
-
-/// Grouping of units on the same parent: on for a GPU, off for the CPU, unless
-/// `READOUT_GROUP_UNITS` says `1` or `0` (to measure what it is worth).
-fn group_units_default(device: &Device) -> Result<bool> {
-    match std::env::var("READOUT_GROUP_UNITS").as_deref() {
-        Err(_) => Ok(!device.is_cpu()),
-        Ok("1") => Ok(true),
-        Ok("0") => Ok(false),
-        Ok(other) => Err(Error::Config(format!("READOUT_GROUP_UNITS is `{other}`; expected 0 or 1"))),
     }
 }
 

@@ -24,6 +24,17 @@ pub enum MatmulPath {
     Auto,
 }
 
+impl MatmulPath {
+    /// `dense`, `quantized` or `auto`, as the CLI and result files name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatmulPath::Dense => "dense",
+            MatmulPath::Quantized => "quantized",
+            MatmulPath::Auto => "auto",
+        }
+    }
+}
+
 /// How the weights are held in memory: the `--weights` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

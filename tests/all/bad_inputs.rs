@@ -8,7 +8,7 @@
 //! `{tmp}` (a fresh folder). The small model files are written by
 //! `cargo test --release --test bad_inputs -- --ignored regenerate_model_corpus`.
 
-mod common;
+use crate::common;
 
 use readout::engine::synthetic::{byte_tokens, tiny_config, write_gguf, SPECIALS};
 use readout::engine::Architecture;

@@ -1,6 +1,6 @@
 //! `readout score` end to end: the built CLI on the real default model.
 
-mod common;
+use crate::common;
 
 use common::readout;
 

@@ -11,9 +11,9 @@
 //! The GGUF seeds are written by
 //! `cargo test --release --test fuzz_regressions -- --ignored regenerate_gguf_seeds`.
 
-mod common;
+use crate::common;
 
-#[path = "../fuzz/fuzz_targets/exercise.rs"]
+#[path = "../../fuzz/fuzz_targets/exercise.rs"]
 mod exercise;
 
 use std::path::{Path, PathBuf};

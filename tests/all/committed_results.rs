@@ -1,7 +1,7 @@
 //! Every committed result file in bench/results/ matches the schema, and the table generated from
 //! them is the one committed in bench/README.md (figures come from files, never typed).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! `readout run`, `compare` and `table` end to end: the built CLI on the real default model and
 //! a few authored144 rows. Every result file written is held to schema/result.schema.json.
 
-mod common;
+use crate::common;
 
 use common::readout;
 use serde_json::Value;
@@ -56,11 +56,75 @@ fn single_ordering_is_not_checked_and_shots_are_recorded() {
         assert_eq!(shots.len(), 2);
         // Never the scored row, never a row of its group.
         assert!(!shots.contains(&row["id"].as_str().unwrap()));
+        // The shots come from the whole set, so a shot's group is read from the set itself.
         for s in &shots {
-            let shot_row = doc["rows"].as_array().unwrap().iter().find(|r| r["id"] == *s).unwrap();
-            assert_ne!(shot_row["group_id"], row["group_id"]);
+            assert_ne!(group_of(s), row["group_id"].as_str().unwrap(), "{s}");
         }
     }
+}
+
+/// The group of an authored144 row, from the set's own file.
+fn group_of(id: &str) -> String {
+    let text = std::fs::read_to_string(common::repo().join(SET)).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == id)
+        .map(|v| v["group_id"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("{id} is not in {SET}"))
+}
+
+#[test]
+fn limit_picks_the_rows_and_the_shots_come_from_the_whole_set() {
+    // `--limit 12 --shots 3` once drew the shots from the 12 rows, and failed ("needs 6 rows
+    // from distinct groups"). Now the limited run's prompts are the whole set's first ones.
+    let m = common::default_model().display().to_string();
+    let prompts = |limit: &[&str]| -> Vec<Value> {
+        let mut args = vec!["prompts", SET, "--shots", "3", "--debias", "cyclic", "--device", "cpu", "--model", &m];
+        args.extend_from_slice(limit);
+        let out = readout(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let (some, all) = (prompts(&["--limit", "12"]), prompts(&[]));
+    assert_eq!(some.len(), 12 * 3);
+    assert_eq!(some[..], all[..some.len()]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("limited.json");
+    run(&["--limit", "12", "--shots", "3", "--debias", "cyclic", "--out", &out.display().to_string()]);
+    let doc = common::validate(&out);
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 12);
+    assert_eq!(doc["eval_set"]["limit"], 12);
+}
+
+#[test]
+fn the_default_result_name_never_overwrites() {
+    // A run without --out, where a file of the default name exists (a committed result): the
+    // next free name beside it, not a refusal.
+    let dir = tempfile::tempdir().unwrap();
+    let m = common::default_model().display().to_string();
+    let run_in = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_readout"))
+            .args([
+                "run",
+                &common::repo().join(SET).display().to_string(),
+                "--limit",
+                "2",
+                "--device",
+                "cpu",
+                "--model",
+                &m,
+            ])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run_in();
+    run_in();
+    let name = "authored144_smollm2-135m-instruct.q4_1_readout_0shot_none";
+    let results = dir.path().join("bench/results");
+    assert!(results.join(format!("{name}.json")).exists());
+    assert!(results.join(format!("{name}-2.json")).exists());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! timestamp, the timings and the machine line may differ), and the thread count changes
 //! nothing either: one thread and two give bit-identical probabilities (README, "Determinism").
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

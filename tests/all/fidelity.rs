@@ -11,7 +11,7 @@
 //!   letter probabilities by up to 0.05 from its F32 run of the same weights; our dense path
 //!   multiplies the dequantised weights in f32.
 
-mod common;
+use crate::common;
 
 use readout::debias::{orderings, DebiasMode};
 use readout::engine::{Engine, Prefix, Suffix};
@@ -85,11 +85,11 @@ fn f32_twin_matches_llama_cpp_within_0_02() {
     let twin = dir.path().join("smollm2-f32.gguf");
     readout::quantize::quantize_gguf(&common::default_model(), &twin, readout::quantize::QuantMode::F32).unwrap();
     let engine = common::engine_at(&twin);
-    check(&engine, include_str!("fixtures/llamacpp-smollm2-f32-authored144.json"), 0.02);
+    check(&engine, include_str!("../fixtures/llamacpp-smollm2-f32-authored144.json"), 0.02);
 }
 
 #[test]
 fn shipped_q4_1_matches_llama_cpp_answers() {
     let engine = common::default_engine();
-    check(&engine, include_str!("fixtures/llamacpp-smollm2-authored144.json"), 0.07);
+    check(&engine, include_str!("../fixtures/llamacpp-smollm2-authored144.json"), 0.07);
 }

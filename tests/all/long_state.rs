@@ -8,7 +8,7 @@
 //! context takes minutes on a 2-core machine, so the runs that complete use the tiny
 //! random-weights model (context 1024) that `readout bench make-model` also writes.
 
-mod common;
+use crate::common;
 
 use common::readout;
 use readout::engine::synthetic::{tiny_config, write_gguf};

@@ -6,7 +6,7 @@
 //! completes it with rows identical to the uninterrupted run's, and no temporary file is left.
 //! An existing result is kept unless `--force`.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, Prefix, Suffix, Unit, WeightsMode};
+use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, PassOptions, Prefix, Suffix, Unit, WeightsMode};
 use std::path::PathBuf;
 
 fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
@@ -113,9 +113,8 @@ fn one_pass_over_units_of_different_parents_equals_separate_calls() {
     // here) share one, as on a GPU by default.
     for (arch, grouped) in [Architecture::Llama, Architecture::Qwen3].into_iter().flat_map(|a| [(a, false), (a, true)])
     {
-        let mut e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
-        e.set_group_units(grouped);
-        let e = e;
+        let e = load(&tiny(arch, "f32", &dir), MatmulPath::Dense);
+        let opts = PassOptions { group_units: grouped, ..e.pass_defaults() };
         let enc = |t: &str| e.tokenizer().encode(t).unwrap();
         let root = e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root.\n")).unwrap();
         let other = e.extend(&root, &enc("A state under the root.")).unwrap();
@@ -129,7 +128,7 @@ fn one_pass_over_units_of_different_parents_equals_separate_calls() {
             Unit { parent: &root, stem: &[], leaves: sfx[2..].to_vec(), keep: true },
             Unit { parent: &other, stem: &stem_a, leaves: vec![], keep: true },
         ];
-        let together = e.pass(&units).unwrap();
+        let together = e.pass_with(&units, opts).unwrap();
         for (u, out) in units.iter().zip(&together) {
             let prefix = e.extend(u.parent, u.stem).unwrap();
             assert_eq!(out.prefix.tokens(), prefix.tokens());
@@ -212,12 +211,11 @@ fn pruned_head_gives_the_same_letter_logits() {
     let dir = tempfile::tempdir().unwrap();
     let path = tiny(Architecture::Llama, "q8_0", &dir);
     let full = load(&path, MatmulPath::Dense);
-    let mut pruned = load(&path, MatmulPath::Dense);
-    pruned.set_prune_head(true);
     let ids = full.tokenizer().encode(PROMPT).unwrap();
     let read = [66u32, 65, 67];
     let a = full.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &read }]).unwrap();
-    let b = pruned.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &read }]).unwrap();
+    let pruned = PassOptions { prune_head: true, ..full.pass_defaults() };
+    let b = full.read_with(&Prefix::empty(), &[Suffix { tokens: &ids, read: &read }], pruned).unwrap();
     assert!(max_diff(&a[0].logits, &b[0].logits) < 1e-5);
     assert!(a[0].letter_mass.is_some() && b[0].letter_mass.is_none());
 }

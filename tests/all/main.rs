@@ -1,0 +1,16 @@
+//! The integration tests, as one test binary: each module below links the library and candle
+//! once between them instead of once each (eleven binaries took CI most of its time linking).
+//! Run one area with a filter: `cargo test --release --test all engine::`.
+
+mod bad_inputs;
+mod cli_run;
+mod cli_score;
+mod committed_results;
+mod common;
+mod crash_safety;
+mod determinism;
+mod engine;
+mod fidelity;
+mod fuzz_regressions;
+mod long_state;
+mod quantize_hf;
