@@ -478,10 +478,14 @@ pub fn write_text_file(path: PathBuf, contents: String) -> Res<()> {
     std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Save the settings and give them back as `get_settings` shows them. The UI sends what it was
+/// given (the read-only `deviceInUse` included, which is ignored) with `threads: 0` for all cores.
 #[tauri::command]
-pub fn set_settings(state: State<'_, AppState>, settings: Settings) -> Res<()> {
+pub fn set_settings(state: State<'_, AppState>, mut settings: Settings) -> Res<SettingsView> {
     if settings.device.parse::<readout::device::DeviceRequest>().is_err() {
         return Err(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device));
     }
-    state.save_settings(settings)
+    settings.threads = settings.threads.filter(|&n| n > 0);
+    state.save_settings(settings)?;
+    Ok(get_settings(state))
 }

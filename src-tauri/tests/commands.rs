@@ -220,6 +220,13 @@ fn models_and_settings() {
         .as_str()
         .unwrap()
         .contains("unknown device"));
+    // What the UI sends (ui/src/api.ts): one `settings` argument holding what get_settings gave,
+    // `deviceInUse` included, with threads 0 for all cores; the answer is the settings saved.
+    s["device"] = json!("cpu");
+    s["threads"] = json!(0);
+    let saved = call(&app, "set_settings", json!({"settings": s})).unwrap();
+    assert_eq!((saved["device"].as_str(), saved["threads"].is_null()), (Some("cpu"), true), "{saved}");
+    assert_eq!(call(&app, "get_settings", json!({})).unwrap()["device"], "cpu");
     let missing = call(&app, "add_model", json!({"path": "/nope/model.gguf"})).unwrap_err();
     assert!(missing.as_str().unwrap().contains("does not exist"), "{missing}");
 }

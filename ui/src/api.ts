@@ -54,6 +54,9 @@ export interface Backend {
   exportText(kind: 'export_csv' | 'export_json', defaultName: string, contents: string): Promise<string | null>;
 }
 
+/** Settings as the shell sends them, with `threads` 0 (all cores) where it keeps none. */
+const fromShell = (s: Settings): Settings => ({ ...s, threads: s.threads ?? 0 });
+
 const strip = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
@@ -75,11 +78,11 @@ const tauriBackend: Backend = {
   compareResults: (a, b) => invoke<Comparison>('compare_results', { a, b }),
   listModels: () => invoke<ModelInfo[]>('list_models'),
   addModel: (path) => invoke<ModelInfo>('add_model', { path }),
-  getSettings: () => invoke<Settings>('get_settings'),
-  setSettings: (s) => {
-    const { benchDir, defaultModel, device, threads } = s;
-    return invoke<Settings>('set_settings', { benchDir, defaultModel, device, threads });
-  },
+  // The shell keeps `threads` unset for all cores (null); the UI shows 0.
+  getSettings: async () => fromShell(await invoke<Settings>('get_settings')),
+  // One `settings` argument, as the command takes it; it answers with the settings saved.
+  setSettings: async (s) =>
+    fromShell(await invoke<Settings>('set_settings', { settings: { ...s, threads: s.threads > 0 ? s.threads : null } })),
   pickFile: (kind, defaultName) => invoke<string | null>('pick_file', strip({ kind, defaultName })),
   exportText: async (kind, defaultName, contents) => {
     const path = await invoke<string | null>('pick_file', { kind, defaultName });

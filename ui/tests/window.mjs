@@ -15,7 +15,7 @@
 // screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Builder, By, Capabilities, until } from 'selenium-webdriver';
 
@@ -220,6 +220,25 @@ try {
   await visible('[data-testid="derived-table"]');
   assert.match(await textOf('[data-testid="device-in-use"]'), /cpu/i);
   await shot('models');
+  // Apply a thread count in the real window: the UI's payload reaches the shell's command (the
+  // browser mock once accepted a shape the shell refused) and the settings file keeps it.
+  await driver.executeScript(
+    `const i = arguments[0]; Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set.call(i, '1');
+     i.dispatchEvent(new Event('input', { bubbles: true }));`,
+    await visible('#threads'),
+  );
+  await click('[data-testid="apply-device"]');
+  await driver.wait(
+    async () => /Device settings saved|could not be changed/.test(await driver.executeScript('return document.body.textContent')),
+    20_000,
+    'waiting for the settings to be applied',
+  );
+  const body = await driver.executeScript('return document.body.textContent');
+  assert.ok(body.includes('Device settings saved'), `Apply failed: ${body.slice(body.indexOf('could not'), body.indexOf('could not') + 300)}`);
+  const kept = JSON.parse(readFileSync(join(env('XDG_CONFIG_HOME'), 'dev.readout.desktop', 'settings.json'), 'utf8'));
+  assert.equal(kept.threads, 1, 'the settings file keeps the thread count');
+  await shot('models-applied');
+  log('device settings applied through the shell and kept');
 
   // ── The Content-Security-Policy is in force, and nothing above tripped it ────────────────
   const inlineRan = await driver.executeScript(

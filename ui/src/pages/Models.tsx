@@ -279,7 +279,7 @@ export function ModelsPage(props: {
               </div>
             </div>
             <div class="row end">
-              <button type="button" class="secondary" disabled={!!busy || (device === settings.device && threads === settings.threads)} onClick={() => apply({ device, threads }, 'Device settings saved.')}>
+              <button type="button" class="secondary" data-testid="apply-device" disabled={!!busy || (device === settings.device && threads === settings.threads)} onClick={() => apply({ device, threads }, 'Device settings saved.')}>
                 Apply
               </button>
             </div>
