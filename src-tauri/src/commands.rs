@@ -101,7 +101,8 @@ pub fn load_rubric(path: PathBuf) -> Res<serde_json::Value> {
 }
 
 #[tauri::command]
-pub fn save_rubric(path: PathBuf, rubric: serde_json::Value) -> Res<()> {
+pub fn save_rubric(state: State<'_, AppState>, path: PathBuf, rubric: serde_json::Value) -> Res<()> {
+    state.check_writable(&path)?;
     Rubric::parse(&rubric.to_string(), &path).map_err(msg)?;
     let text = serde_json::to_string_pretty(&rubric).map_err(msg)?;
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
@@ -295,7 +296,10 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
     let last =
         state.last_result.lock().map_err(msg)?.clone().ok_or("there is no result to save; run an evaluation first")?;
     let target = match path {
-        Some(p) => p,
+        Some(p) => {
+            state.check_writable(&p)?;
+            p
+        }
         None => {
             let stem =
                 Path::new(&last.model.file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -414,17 +418,24 @@ pub fn list_models(state: State<'_, AppState>) -> Vec<ModelEntry> {
     paths.iter().filter_map(|p| model_entry(p).ok()).collect()
 }
 
+/// Add a model: loaded once (off the main thread, so the window stays live while a large
+/// model loads), so that a model that cannot run is refused here with its reason.
 #[tauri::command]
-pub fn add_model(state: State<'_, AppState>, path: PathBuf) -> Res<ModelEntry> {
-    // Load it once, so a model that cannot run is refused here with its reason.
-    state.engine(Some(&path))?;
-    let entry = model_entry(&path)?;
-    let mut s = state.settings();
-    if !s.models.contains(&path) {
-        s.models.push(path);
-        state.save_settings(s)?;
-    }
-    Ok(entry)
+pub async fn add_model<R: tauri::Runtime>(app: tauri::AppHandle<R>, path: PathBuf) -> Res<ModelEntry> {
+    use tauri::Manager;
+    tauri::async_runtime::spawn_blocking(move || {
+        let state = app.state::<AppState>();
+        state.engine(Some(&path))?;
+        let entry = model_entry(&path)?;
+        let mut s = state.settings();
+        if !s.models.contains(&path) {
+            s.models.push(path);
+            state.save_settings(s)?;
+        }
+        Ok(entry)
+    })
+    .await
+    .map_err(msg)?
 }
 
 /// Settings as the UI shows them, with the device in use (read-only).
@@ -446,6 +457,7 @@ pub fn get_settings(state: State<'_, AppState>) -> SettingsView {
 #[tauri::command]
 pub async fn pick_file<R: tauri::Runtime>(
     app: tauri::AppHandle<R>,
+    state: State<'_, AppState>,
     kind: String,
     default_name: Option<String>,
 ) -> Res<Option<PathBuf>> {
@@ -469,12 +481,17 @@ pub async fn pick_file<R: tauri::Runtime>(
         "results_dir" | "model_dir" => d.blocking_pick_folder(),
         _ => d.blocking_pick_file(),
     };
-    Ok(picked.and_then(|p| p.into_path().ok()))
+    let picked = picked.and_then(|p| p.into_path().ok());
+    if let Some(p) = &picked {
+        state.allow(p);
+    }
+    Ok(picked)
 }
 
 /// Write an export (CSV or JSON of answers) to a path the user picked.
 #[tauri::command]
-pub fn write_text_file(path: PathBuf, contents: String) -> Res<()> {
+pub fn write_text_file(state: State<'_, AppState>, path: PathBuf, contents: String) -> Res<()> {
+    state.check_writable(&path)?;
     std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -68,6 +68,9 @@ pub struct AppState {
     pub engine: Mutex<Option<(EngineKey, Arc<Engine>)>>,
     pub cancel: Arc<AtomicBool>,
     pub last_result: Mutex<Option<ResultFile>>,
+    /// Paths a save dialog returned since the app started: with the results folder, the only
+    /// places the shell writes a file the page names (`AppState::check_writable`).
+    pub picked: Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl AppState {
@@ -85,7 +88,37 @@ impl AppState {
             engine: Mutex::new(None),
             cancel: Arc::new(AtomicBool::new(false)),
             last_result: Mutex::new(None),
+            picked: Mutex::new(Default::default()),
         }
+    }
+
+    /// Remember a path the user chose in a dialog.
+    pub fn allow(&self, path: &Path) {
+        if let Ok(mut p) = self.picked.lock() {
+            p.insert(path.to_path_buf());
+        }
+    }
+
+    /// Whether the page may have the shell write `path`: a path a dialog returned since the app
+    /// started, or a file inside the results folder. A page (or a script that got into it) can
+    /// name any path; the shell writes only where the user pointed it.
+    pub fn check_writable(&self, path: &Path) -> Result<(), String> {
+        if self.picked.lock().map(|p| p.contains(path)).unwrap_or(false) {
+            return Ok(());
+        }
+        let bench = self.settings().bench_dir;
+        let inside = match (path.parent().map(std::fs::canonicalize), std::fs::canonicalize(&bench)) {
+            (Some(Ok(dir)), Ok(bench)) => dir.starts_with(&bench),
+            _ => false,
+        };
+        if inside && path.file_name().is_some() {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: the app writes only where you chose in a save dialog or inside the results folder ({}); choose the place with Save as…",
+            path.display(),
+            bench.display()
+        ))
     }
 
     pub fn settings(&self) -> Settings {

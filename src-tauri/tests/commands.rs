@@ -107,6 +107,17 @@ fn rubrics_round_trip_and_bad_ones_are_refused() {
     assert_eq!(back, rubric());
     let err = call(&app, "save_rubric", json!({"path": p, "rubric": {"questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "one"}}}}})).unwrap_err();
     assert!(err.as_str().unwrap().contains("questions.q.criteria"), "{err}");
+    // Outside the results folder and never chosen in a save dialog: refused, nothing written.
+    let outside = app.bench.parent().unwrap().join("outside.rubric.json");
+    let err = call(&app, "save_rubric", json!({"path": outside, "rubric": rubric()})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("save dialog"), "{err}");
+    let err = call(&app, "write_text_file", json!({"path": outside, "contents": "x"})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("save dialog"), "{err}");
+    let escape = app.bench.join("..").join("escape.csv");
+    assert!(call(&app, "write_text_file", json!({"path": escape, "contents": "x"})).is_err());
+    assert!(!outside.exists() && !app.bench.parent().unwrap().join("escape.csv").exists());
+    // Inside the results folder: written.
+    call(&app, "write_text_file", json!({"path": app.bench.join("answers.csv"), "contents": "a,b\n"})).unwrap();
 }
 
 #[test]
