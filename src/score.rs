@@ -78,13 +78,15 @@ pub struct Text {
 }
 
 /// Score every text against every criterion of the rubric, refusing a text whose prompt is
-/// longer than the model's context. `progress(done, total)` is called after each text.
+/// longer than the model's context. `progress(done, total)` is called after each text; when it
+/// returns false, scoring stops there and the texts scored so far are returned (fewer results
+/// than texts: the caller stopped it).
 pub fn score_texts(
     engine: &Engine,
     rubric: &Rubric,
     texts: &[Text],
     orderings: Orderings,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<Vec<TextResult>> {
     score_texts_with(engine, rubric, texts, orderings, Truncate::None, progress)
 }
@@ -97,7 +99,7 @@ pub fn score_texts_with(
     texts: &[Text],
     orderings: Orderings,
     truncate: Truncate,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> Result<Vec<TextResult>> {
     let budget = engine.info().config.context_length;
     // 1. Every prompt, tokenized, with its letters checked.
@@ -214,7 +216,9 @@ pub fn score_texts_with(
             criteria.push(decide(c, &probs, &picks, &mass));
         }
         results.push(TextResult { index: ti, id: texts[ti].id.clone(), criteria, truncated_tokens: cuts[ti] });
-        progress(ti + 1, texts.len());
+        if !progress(ti + 1, texts.len()) {
+            break;
+        }
     }
     Ok(results)
 }

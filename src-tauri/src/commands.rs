@@ -74,6 +74,7 @@ pub async fn score_texts(
     texts: Vec<TextIn>,
     debias: Option<String>,
     model: Option<PathBuf>,
+    on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
     let rubric = Rubric::parse(&rubric.to_string(), Path::new("(rubric)")).map_err(msg)?;
     let orderings = match debias.as_deref() {
@@ -85,12 +86,26 @@ pub async fn score_texts(
     if texts.iter().all(|t| t.text.trim().is_empty()) {
         return Err("there is no text to score; paste one or open a file".into());
     }
+    let cancel = state.cancel.clone();
+    cancel.store(false, Ordering::SeqCst);
     let engine = state.engine(model.as_deref())?;
+    // Stopped (`cancel_run`): the texts scored so far come back, fewer than were sent.
     tauri::async_runtime::spawn_blocking(move || {
-        score(&engine, &rubric, &texts, orderings, &mut |_, _| {}).map_err(msg)
+        score(&engine, &rubric, &texts, orderings, &mut |done, total| {
+            let _ = on_progress.send(ScoreProgress { done, total });
+            !cancel.load(Ordering::SeqCst)
+        })
+        .map_err(msg)
     })
     .await
     .map_err(msg)?
+}
+
+/// Texts scored so far, sent after each one.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ScoreProgress {
+    pub done: usize,
+    pub total: usize,
 }
 
 #[tauri::command]

@@ -84,7 +84,7 @@ fn rubric() -> Value {
 fn score_texts_returns_probabilities_per_criterion() {
     let app = app();
     let out =
-        call(&app, "score_texts", json!({"rubric": rubric(), "texts": [{"text": "Refund me."}], "debias": "cyclic"}))
+        call(&app, "score_texts", json!({"onProgress": "__CHANNEL__:20", "rubric": rubric(), "texts": [{"text": "Refund me."}], "debias": "cyclic"}))
             .unwrap();
     let criteria = out[0]["criteria"].as_array().unwrap();
     assert_eq!(criteria.len(), 3);
@@ -92,9 +92,19 @@ fn score_texts_returns_probabilities_per_criterion() {
     assert!((sum - 1.0).abs() < 1e-9);
     assert!(criteria[0]["order_unstable"].is_boolean());
     // Errors come back as the library's message.
-    let err = call(&app, "score_texts", json!({"rubric": {"questions": {}}, "texts": [{"text": "x"}]})).unwrap_err();
+    let err = call(
+        &app,
+        "score_texts",
+        json!({"onProgress": "__CHANNEL__:20", "rubric": {"questions": {}}, "texts": [{"text": "x"}]}),
+    )
+    .unwrap_err();
     assert!(err.as_str().unwrap().contains("questions"), "{err}");
-    let err = call(&app, "score_texts", json!({"rubric": rubric(), "texts": [{"text": "  "}]})).unwrap_err();
+    let err = call(
+        &app,
+        "score_texts",
+        json!({"onProgress": "__CHANNEL__:20", "rubric": rubric(), "texts": [{"text": "  "}]}),
+    )
+    .unwrap_err();
     assert!(err.as_str().unwrap().contains("no text"), "{err}");
 }
 
@@ -248,7 +258,9 @@ fn the_bundled_example_scores() {
     let ex = call(&app, "example", json!({})).unwrap();
     assert_eq!(ex["texts"].as_array().unwrap().len(), 3);
     let texts: Vec<Value> = ex["texts"].as_array().unwrap().iter().map(|t| json!({"text": t})).collect();
-    let out = call(&app, "score_texts", json!({"rubric": ex["rubric"], "texts": texts})).unwrap();
+    let out =
+        call(&app, "score_texts", json!({"onProgress": "__CHANNEL__:20", "rubric": ex["rubric"], "texts": texts}))
+            .unwrap();
     assert_eq!(out.as_array().unwrap().len(), 3);
 }
 

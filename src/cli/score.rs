@@ -66,6 +66,7 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         if let Some(b) = &bar {
             b.set_position(done as u64)
         }
+        true
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();

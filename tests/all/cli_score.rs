@@ -121,3 +121,23 @@ fn a_bad_rubric_names_the_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("questions.q.criteria") && err.contains(&rs), "{err}");
 }
+
+#[test]
+fn scoring_stops_after_the_text_where_progress_says_so() {
+    // The app's Cancel: `progress` answers false, and the texts scored so far come back.
+    let engine = common::default_engine();
+    let rubric = readout::rubric::Rubric::load(&common::repo().join("examples/support-ticket.rubric.json")).unwrap();
+    let texts: Vec<readout::score::Text> = ["Refund me.", "The app crashes.", "Thanks!"]
+        .iter()
+        .map(|t| readout::score::Text { id: None, text: t.to_string() })
+        .collect();
+    let mut seen = Vec::new();
+    let out =
+        readout::score::score_texts(&engine, &rubric, &texts, readout::score::Orderings::Single, &mut |done, total| {
+            seen.push((done, total));
+            done < 2
+        })
+        .unwrap();
+    assert_eq!(seen, vec![(1, 3), (2, 3)]);
+    assert_eq!(out.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
+}

@@ -15,6 +15,7 @@ import type {
   Rubric,
   RunRequest,
   ScoreDebias,
+  ScoreProgress,
   Settings,
   TextInput,
   TextResult,
@@ -31,7 +32,8 @@ export interface ScoreRequest {
 
 /** The backend, as the UI sees it. Both the Tauri and the mock implementation provide it. */
 export interface Backend {
-  scoreTexts(req: ScoreRequest): Promise<TextResult[]>;
+  /** Scores the texts, reporting after each; stopped by `cancelRun`, it gives the texts scored so far (fewer results than texts). */
+  scoreTexts(req: ScoreRequest, onProgress: (p: ScoreProgress) => void): Promise<TextResult[]>;
   /** The bundled example rubric and texts. */
   example(): Promise<{ rubric: Rubric; texts: string[] }>;
   loadRubric(path: string): Promise<Rubric>;
@@ -61,8 +63,8 @@ const strip = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 const tauriBackend: Backend = {
-  scoreTexts: ({ rubric, texts, debias, model }) =>
-    invoke<TextResult[]>('score_texts', strip({ rubric, texts, debias, model })),
+  scoreTexts: ({ rubric, texts, debias, model }, onProgress) =>
+    invoke<TextResult[]>('score_texts', { ...strip({ rubric, texts, debias, model }), onProgress: new Channel<ScoreProgress>(onProgress) }),
   example: () => invoke<{ rubric: Rubric; texts: string[] }>('example'),
   loadRubric: (path) => invoke<Rubric>('load_rubric', { path }),
   saveRubric: (path, rubric) => invoke<void>('save_rubric', { path, rubric }),

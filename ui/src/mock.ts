@@ -25,6 +25,7 @@ import type {
   ResultFile,
   ResultSummary,
   Rubric,
+  ScoreProgress,
   Settings,
   TextResult,
 } from './types';
@@ -253,22 +254,32 @@ export function createMockBackend(): Backend {
   }
 
   return {
-    async scoreTexts(req: ScoreRequest): Promise<TextResult[]> {
-      await latency(300 + 150 * req.texts.length * (req.debias === 'cyclic' ? 2 : 1));
+    async scoreTexts(req: ScoreRequest, onProgress: (p: ScoreProgress) => void): Promise<TextResult[]> {
+      await latency(300);
       failIf('score_texts', 'tensor computation failed: mock failure');
       checkRubric(req.rubric, 'rubric');
       if (req.texts.length === 0) throw 'texts: nothing to score; paste a text or open a file';
       const cyclic = req.debias === 'cyclic';
-      return req.texts.map((t, index) => {
+      // Checked first, as the shell refuses a text before scoring any.
+      req.texts.forEach((t, index) => {
         if (t.text.includes('FAIL')) {
           throw `text ${index + 1}${t.id ? ` (${t.id})` : ''}: prompt has 9312 tokens but the model's context holds 8192; shorten the text`;
         }
         if (!t.text.trim()) throw `text ${index + 1}: field \`text\`: is empty`;
-        const out: TextResult = { index, criteria: [] };
-        if (t.id) out.id = t.id;
-        out.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, cyclic));
-        return out;
       });
+      const me = { cancelled: false };
+      run = me;
+      const out: TextResult[] = [];
+      for (const [index, t] of req.texts.entries()) {
+        await latency(150 * (cyclic ? 2 : 1));
+        const r: TextResult = { index, criteria: [] };
+        if (t.id) r.id = t.id;
+        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, cyclic));
+        out.push(r);
+        onProgress({ done: index + 1, total: req.texts.length });
+        if (me.cancelled) break;
+      }
+      return out;
     },
 
     async example() {

@@ -96,6 +96,12 @@ export interface RunRequest {
   skipBad?: boolean;
 }
 
+/** Texts scored so far, sent after each one while `score_texts` runs. */
+export interface ScoreProgress {
+  done: number;
+  total: number;
+}
+
 export interface Progress {
   done: number;
   total: number;

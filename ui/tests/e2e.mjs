@@ -87,6 +87,23 @@ export const tests = [
     },
   },
   {
+    name: 'score: progress after each text, and Stop keeps the texts scored so far',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await page.click('[data-testid="try-example"]');
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.click('[data-testid="score-button"]');
+      await page.waitForFunction(() => /Scored 1 of 3/.test(document.querySelector('[data-testid="score-progress"]')?.textContent ?? ''));
+      await shot('score-progress');
+      await page.click('[data-testid="stop-score"]');
+      await visible(page, '[data-testid="score-table"]');
+      const rows = await page.locator('[data-testid="score-table"] tbody tr').count();
+      assert.ok(rows >= 1 && rows < 3, `stopped with ${rows} of 3 texts`);
+      assert.match(await text(page, '[data-testid="score-results"]'), new RegExp(`Stopped: ${rows} of 3 texts scored`));
+      await shot('score-stopped');
+    },
+  },
+  {
     name: 'score: write a rubric in the form, save it; one ordering says "not checked"',
     async run({ page, url, shot }) {
       await page.goto(url());

@@ -135,6 +135,27 @@ try {
   assert.match(err, /context/, `the context error is shown: ${err}`);
   await shot('score-error', '[data-testid="score-results"]');
 
+  // Many texts: progress comes through the shell's channel after each, and Stop keeps those done.
+  await driver.executeScript(
+    `const el = arguments[0]; el.value = Array.from({ length: 200 }, (_, i) => 'Ticket ' + i + ': I was charged twice, please refund me.').join('\\n');
+     el.dispatchEvent(new Event('input', { bubbles: true }));`,
+    await find('#texts'),
+  );
+  await click('[data-testid="score-button"]');
+  await driver.wait(
+    async () => /Scored [1-9]\d* of 200/.test(await driver.executeScript("return document.querySelector('[data-testid=\"score-progress\"]')?.textContent ?? ''")),
+    120_000,
+    'waiting for the first texts to be scored',
+  );
+  await shot('score-progress', '[data-testid="score-results"]');
+  await click('[data-testid="stop-score"]');
+  await visible('[data-testid="score-table"]', 120_000);
+  const scoredBeforeStop = (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length;
+  assert.ok(scoredBeforeStop >= 1 && scoredBeforeStop < 200, `stopped with ${scoredBeforeStop} of 200 texts`);
+  assert.match(await textOf('[data-testid="score-results"]'), new RegExp(`Stopped: ${scoredBeforeStop} of 200 texts scored`));
+  await shot('score-stopped', '[data-testid="score-results"]');
+  log(`stopped scoring after ${scoredBeforeStop} of 200 texts`);
+
   // ── Evaluate: authored144, 3 shots, cyclic ───────────────────────────────────────────────
   await go('evaluate');
   await driver.wait(

@@ -1,6 +1,6 @@
 // Score: texts + a rubric → the model's answer to every question for every text.
 import { useState } from 'preact/hooks';
-import { errorMessage, example, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../api';
+import { cancelRun, errorMessage, example, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../api';
 import { RubricEditor } from '../components/RubricEditor';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { answersCsv, answersJson } from '../lib/answers';
@@ -11,7 +11,7 @@ import type { CriterionResult, ModelInfo, TextInput, TextResult } from '../types
 
 type Run =
   | { status: 'idle' }
-  | { status: 'running'; count: number; cyclic: boolean }
+  | { status: 'running'; count: number; done: number; cyclic: boolean; stopping: boolean }
   | { status: 'done'; texts: TextInput[]; results: TextResult[]; cyclic: boolean }
   | { status: 'error'; message: string };
 
@@ -214,14 +214,12 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
     const snapshot = texts;
     setExportNote(null);
     setExportError(null);
-    setRun({ status: 'running', count: snapshot.length, cyclic });
+    setRun({ status: 'running', count: snapshot.length, done: 0, cyclic, stopping: false });
     try {
-      const results = await scoreTexts({
-        rubric: toRubric(draft),
-        texts: snapshot,
-        debias: cyclic ? 'cyclic' : 'none',
-        model: model || undefined,
-      });
+      const results = await scoreTexts(
+        { rubric: toRubric(draft), texts: snapshot, debias: cyclic ? 'cyclic' : 'none', model: model || undefined },
+        (p) => setRun((r) => (r.status === 'running' ? { ...r, done: p.done } : r)),
+      );
       setRun({ status: 'done', texts: snapshot, results, cyclic });
     } catch (e) {
       setRun({ status: 'error', message: errorMessage(e) });
@@ -408,9 +406,30 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
           <Empty title="Nothing scored yet">Add texts and a rubric, then press Score. The answers appear here.</Empty>
         )}
         {run.status === 'running' && (
-          <Busy label={`Scoring ${run.count} text${run.count === 1 ? '' : 's'}…`}>
-            {run.cyclic ? 'Every option order is scored, so this takes a little longer.' : 'One forward pass per question.'}
-          </Busy>
+          <div data-testid="score-progress">
+            <Busy label={run.stopping ? `Stopping after the text being scored…` : `Scored ${run.done} of ${run.count} text${run.count === 1 ? '' : 's'}…`}>
+              {run.cyclic ? 'Every option order is scored, so this takes a little longer.' : 'One forward pass per question.'}
+            </Busy>
+            <div class="progress-wrap">
+              <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={run.count} aria-valuenow={run.done} aria-label="Texts scored">
+                <div class="progress-fill" style={{ width: `${((run.done / Math.max(1, run.count)) * 100).toFixed(1)}%` }} />
+              </div>
+            </div>
+            <div class="row end">
+              <button
+                type="button"
+                class="secondary"
+                data-testid="stop-score"
+                disabled={run.stopping}
+                onClick={() => {
+                  setRun((r) => (r.status === 'running' ? { ...r, stopping: true } : r));
+                  void cancelRun();
+                }}
+              >
+                Stop
+              </button>
+            </div>
+          </div>
         )}
         {run.status === 'error' && <ErrorBox title="The texts could not be scored" message={run.message} onRetry={score} />}
         {run.status === 'done' && (
@@ -427,6 +446,11 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
               </>
             }
           >
+            {run.results.length < run.texts.length && (
+              <Notice kind="warn">
+                Stopped: {run.results.length} of {run.texts.length} texts scored.
+              </Notice>
+            )}
             {exportNote && <Notice>{exportNote}</Notice>}
             {exportError && <ErrorBox title="The export failed" message={exportError} />}
             <p class="muted small">
