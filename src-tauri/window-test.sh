@@ -30,12 +30,15 @@ cp bench/results/authored144_*.json "$work/bench/results/"
 cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
 # A bad eval set where a user keeps sets: the window must show its line and field and go on.
 cp tests/bad-inputs/evalsets/empty-options.jsonl "$work/bench/evalsets/bad-options.jsonl"
+# A second model in the list, for the test to make it the default and find it kept after a restart.
+second="$work/tiny.gguf"
+"$cli" bench make-model --shape tiny-llama --gguf q8_0 -o "$second" >/dev/null
 cat >"$work/config/dev.readout.desktop/settings.json" <<JSON
-{ "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu" }
+{ "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu", "models": ["$second"] }
 JSON
 
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data"
-export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results"
+export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results" SECOND_MODEL="$second"
 export CLI_CYCLIC="$work/bench/results/authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json"
 export SHOTS_DIR="$repo/src-tauri/screenshots"
 # WebKit in a VM without a GPU: software GL. (Turning compositing off makes WebDriver screenshots hang.)

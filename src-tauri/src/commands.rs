@@ -232,6 +232,9 @@ pub struct RunRequest {
     pub pass_tokens: Option<usize>,
     /// Score the good lines of a set with bad ones (the result file lists the lines left out).
     pub skip_bad: Option<bool>,
+    /// Complete the partial file a stopped (or crashed) run of these same options left in the
+    /// results folder, instead of starting over.
+    pub resume: Option<bool>,
 }
 
 #[tauri::command]
@@ -268,21 +271,40 @@ pub async fn run_eval(
     }
     let bench = state.settings().bench_dir;
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    // The run keeps its partial file up to date as the CLI does (a crash loses about a second),
+    // and a later run of the same options can complete it.
     let checkpoint = bench.join(default_name(&set.name, &stem, &config)).with_extension("partial.json");
+    let resume = match request.resume {
+        Some(true) => {
+            let partial = ResultFile::load(&checkpoint)
+                .map_err(|e| format!("there is no partial run of these options to resume ({e})"))?;
+            if partial.model.sha256 != engine.sha256().map_err(msg)? {
+                return Err(format!(
+                    "{} was run with another model ({}); choose that model to resume it",
+                    checkpoint.display(),
+                    partial.model.file
+                ));
+            }
+            Some(partial)
+        }
+        _ => None,
+    };
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     let limit = request.limit;
+    let at = checkpoint.clone();
     let result = tauri::async_runtime::spawn_blocking(move || {
         let mut progress = |p: Progress| {
             let _ = on_progress.send(p);
         };
-        let mut control = Control { progress: &mut progress, stop: &cancel, checkpoint: None };
+        let every = std::time::Duration::from_secs(1);
+        let mut control = Control { progress: &mut progress, stop: &cancel, checkpoint: Some((&at, every)) };
         let input = RunInput {
             engine: &engine,
             eval_set: &set,
             config,
             model_load_seconds: load_seconds,
-            resume: None,
+            resume,
             limit,
             family: None,
         };
@@ -293,6 +315,9 @@ pub async fn run_eval(
     if result.status == Status::Partial {
         // A cancelled run keeps what it finished, in a valid partial file.
         let _ = result.write(&checkpoint);
+    } else {
+        // Complete: the result is the page's to save; the partial file has done its work.
+        let _ = std::fs::remove_file(&checkpoint);
     }
     if let Ok(mut last) = state.last_result.lock() {
         *last = Some(result.clone());
@@ -518,6 +543,11 @@ pub fn set_settings(state: State<'_, AppState>, mut settings: Settings) -> Res<S
         return Err(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device));
     }
     settings.threads = settings.threads.filter(|&n| n > 0);
+    // A model that stops being the default stays in the list.
+    let before = state.default_model();
+    if settings.default_model.as_ref() != Some(&before) && before.exists() && !settings.models.contains(&before) {
+        settings.models.push(before);
+    }
     state.save_settings(settings)?;
     Ok(get_settings(state))
 }

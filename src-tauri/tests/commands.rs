@@ -298,6 +298,27 @@ fn cancel_mid_run_gives_a_valid_partial_file() {
     let saved = call(&app, "save_result", json!({})).unwrap();
     let file = readout::results::ResultFile::load(std::path::Path::new(saved.as_str().unwrap())).unwrap();
     assert_eq!(file.rows.len(), rows);
+    // The stopped run's partial file is in the results folder; the same options with `resume`
+    // complete it, and its rows are those of a run never stopped.
+    let partial: Vec<_> = std::fs::read_dir(&app.bench)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".partial.json"))
+        .collect();
+    assert_eq!(partial.len(), 1, "{partial:?}");
+    let request = json!({"evalSet": set, "shots": 0, "debias": "cyclic", "resume": true});
+    let done = call(&app, "run_eval", json!({"request": request, "onProgress": "__CHANNEL__:10"})).unwrap();
+    assert_eq!((done["status"].as_str(), done["rows"].as_array().unwrap().len()), (Some("complete"), 144));
+    assert!(!partial[0].exists(), "the partial file is gone once complete");
+    let first_rows: Vec<&Value> = r["rows"].as_array().unwrap().iter().collect();
+    for row in first_rows {
+        let again = done["rows"].as_array().unwrap().iter().find(|x| x["id"] == row["id"]).unwrap();
+        assert_eq!(again["probs"], row["probs"], "{}", row["id"]);
+    }
+    // Nothing left to resume.
+    let err = call(&app, "run_eval", json!({"request": request, "onProgress": "__CHANNEL__:11"})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("no partial run"), "{err}");
 }
 
 #[test]

@@ -225,6 +225,8 @@ export function createMockBackend(): Backend {
     for (const r of [CYCLIC, NONE]) results.set(`bench/results/${fileName(r)}`, r);
   }
   let run: { cancelled: boolean } | null = null;
+  /** Rows done by stopped runs, by their options: what a partial file in the results folder holds. */
+  const partials = new Map<string, number>();
   let lastResult: ResultFile | null = null;
 
   function fileName(r: ResultFile): string {
@@ -330,21 +332,27 @@ export function createMockBackend(): Backend {
       const total = fixture.rows.length;
       const seconds = SLOW ? 10 : 2;
       const steps = 20;
+      // Resuming: the rows a stopped run of these options finished are kept (the shell reads
+      // them from the partial file it left in the results folder).
+      const key = `${req.evalSet}|${req.debias}|${req.shots}|${req.mode}`;
+      if (req.resume && !partials.has(key)) throw 'there is no partial run of these options to resume';
       const me = { cancelled: false };
       run = me;
       const started = performance.now();
-      let done = 0;
+      let done = req.resume ? (partials.get(key) ?? 0) : 0;
       try {
-        onProgress({ done: 0, total, elapsed_seconds: 0 });
+        onProgress({ done, total, elapsed_seconds: 0 });
         for (let s = 1; s <= steps && !me.cancelled; s++) {
           await sleep((seconds * 1000) / steps);
           if (me.cancelled) break;
-          done = Math.round((total * s) / steps);
+          done = Math.max(done, Math.round((total * s) / steps));
           onProgress({ done, total, elapsed_seconds: (performance.now() - started) / 1000 });
         }
       } finally {
         run = null;
       }
+      if (me.cancelled) partials.set(key, done);
+      else partials.delete(key);
       const r = clone(fixture);
       if (bad) r.eval_set.skipped = [{ line: 2, field: 'options', reason: 'has 0 option(s); a criterion needs at least 2' }];
       r.created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');

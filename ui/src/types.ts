@@ -94,6 +94,8 @@ export interface RunRequest {
   passTokens?: number;
   /** Score the good lines of a set with bad ones (the result file lists the lines left out). */
   skipBad?: boolean;
+  /** Complete the partial file a stopped run of these same options left in the results folder. */
+  resume?: boolean;
 }
 
 /** Texts scored so far, sent after each one while `score_texts` runs. */

@@ -194,6 +194,15 @@ export const tests = [
       assert.match(await text(page, '[data-testid="metric-mfba"]'), /\d+\.\d%/);
       await shot('evaluate-partial');
 
+      // Resume: the rows done are kept, progress starts from them, the run completes.
+      await page.click('[data-testid="resume-run"]');
+      await page.waitForFunction(
+        (n) => Number(document.querySelector('[data-testid="rows-done"]')?.textContent?.match(/^(\d+)/)?.[1] ?? -1) >= n,
+        Number(m[1]),
+      );
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      assert.equal(await page.locator('[data-testid="resume-run"]').count(), 0, 'no Resume on a complete result');
+
       // Full run.
       await page.click('[data-testid="run-button"]');
       await visible(page, '[data-testid="result-view"][data-status="complete"]');

@@ -34,12 +34,13 @@ mkdirSync(shotsDir, { recursive: true });
 const caps = new Capabilities();
 caps.setBrowserName('wry');
 caps.set('tauri:options', { application: app });
-const driver = await new Builder()
-  .withCapabilities(caps)
-  .usingServer(process.env.DRIVER ?? 'http://127.0.0.1:4444/')
-  .build();
-
-await driver.manage().setTimeouts({ pageLoad: 60_000, script: 60_000 });
+/** A WebDriver session: tauri-driver starts the app for it, and ends the app with it. */
+const startApp = async () => {
+  const d = await new Builder().withCapabilities(caps).usingServer(process.env.DRIVER ?? 'http://127.0.0.1:4444/').build();
+  await d.manage().setTimeouts({ pageLoad: 60_000, script: 60_000 });
+  return d;
+};
+let driver = await startApp();
 const started = Date.now();
 // A hung step fails the test instead of hanging CI.
 const watchdog = setTimeout(() => {
@@ -207,7 +208,17 @@ try {
   await driver.wait(async () => Number(await bar.getAttribute('aria-valuenow')) > first, 120_000, 'the progress bar moves');
   await shot('evaluate-running', '[data-testid="eval-results"]');
   log(`running: ${await textOf('[data-testid="progress"]')}`);
-  await visible('[data-testid="save-result"]', 900_000);
+  // Stop it: a partial result, whose file the shell keeps in the results folder; Resume completes
+  // that file, and the result compared with the CLI's below is this resumed one.
+  await click('[data-testid="cancel-button"]');
+  await visible('[data-testid="result-view"][data-status="partial"]', 120_000);
+  const stoppedAt = await textOf('[data-testid="partial-note"]');
+  assert.ok(readdirSync(bench).some((f) => f.endsWith('.partial.json')), 'the partial file is in the results folder');
+  await shot('evaluate-partial', '[data-testid="eval-results"]');
+  log(`stopped: ${stoppedAt}`);
+  await click('[data-testid="resume-run"]');
+  await visible('[data-testid="result-view"][data-status="complete"]', 900_000);
+  assert.ok(!readdirSync(bench).some((f) => f.endsWith('.partial.json')), 'the partial file is gone once complete');
   await shot('evaluate-done', '[data-testid="eval-results"]');
   const before = new Set(readdirSync(bench));
   await click('[data-testid="save-result"]');
@@ -277,6 +288,29 @@ try {
   console.log(out.trim());
   assert.match(out, /144 paired rows/);
   log('readout compare read the app\'s file');
+
+  // ── Settings kept across a restart: another device and another default model ─────────────
+  await go('models');
+  const second = env('SECOND_MODEL');
+  const settingsFile = join(env('XDG_CONFIG_HOME'), 'dev.readout.desktop', 'settings.json');
+  const onDisk = () => JSON.parse(readFileSync(settingsFile, 'utf8'));
+  await select('#device', 'auto');
+  await click('[data-testid="apply-device"]');
+  await driver.wait(async () => onDisk().device === 'auto', 20_000, 'waiting for the device to be saved');
+  // A click through JavaScript: the link sits in a table that scrolls sideways.
+  await driver.executeScript('arguments[0].click()', await find(`[data-testid="make-default"][data-path="${second}"]`));
+  await driver.wait(async () => onDisk().defaultModel === second, 20_000, 'waiting for the default model to be saved');
+  await driver.quit();
+  log('app closed; starting it again');
+  driver = await startApp();
+  await go('models');
+  await visible(`[data-testid="model-row"][data-path="${second}"][data-default="yes"]`);
+  const modelRows = await driver.findElements(css('[data-testid="model-row"]'));
+  assert.equal(modelRows.length, 2, 'the former default model is still listed');
+  assert.equal(await driver.executeScript("return document.querySelector('#device').value"), 'auto', 'the device is kept');
+  assert.equal(await driver.executeScript("return document.querySelector('#threads').value"), '1', 'the thread count is kept');
+  await shot('models-after-restart');
+  log('device, threads and default model kept across a restart');
 } catch (e) {
   failed = true;
   console.error(`FAIL ${e?.stack ?? e}`);

@@ -92,14 +92,29 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     }
   }
 
-  async function start() {
+  /** Run the chosen options; `resume`: complete the partial file a stopped run of them left. */
+  async function start(resume = false) {
     if (!evalSet) return;
     setSaveNote(null);
     setSaveError(null);
     setRun({ status: 'running', progress: null, cancelling: false });
     try {
       const result = await runEval(
-        { evalSet, model: model || undefined, mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens, skipBad: skipBad || undefined },
+        {
+          evalSet,
+          model: model || undefined,
+          mode,
+          shots,
+          debias,
+          pruneHead,
+          prompt,
+          prefixTree,
+          batchedSuffixes,
+          trim,
+          passTokens,
+          skipBad: skipBad || undefined,
+          resume: resume || undefined,
+        },
         (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
       );
       setRun({ status: 'done', result });
@@ -274,7 +289,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
               {run.cancelling ? 'Stopping…' : 'Cancel'}
             </button>
           ) : (
-            <button type="button" class="primary" onClick={start} disabled={!evalSet} data-testid="run-button">
+            <button type="button" class="primary" onClick={() => start()} disabled={!evalSet} data-testid="run-button">
               Run
             </button>
           )}
@@ -288,7 +303,7 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
             <ProgressBar progress={run.progress} />
           </Card>
         )}
-        {run.status === 'error' && <ErrorBox title="The run could not be done" message={run.message} onRetry={start} />}
+        {run.status === 'error' && <ErrorBox title="The run could not be done" message={run.message} onRetry={() => start()} />}
         {run.status === 'done' && (
           <>
             {run.result.eval_set.skipped.length > 0 && (
@@ -315,6 +330,11 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
                   <button type="button" class="secondary" onClick={() => save(true)}>
                     Save as…
                   </button>
+                  {run.result.status === 'partial' && (
+                    <button type="button" class="secondary" onClick={() => start(true)} data-testid="resume-run" title="Score the rows left, keeping those done">
+                      Resume
+                    </button>
+                  )}
                 </>
               }
             />

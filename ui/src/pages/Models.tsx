@@ -226,11 +226,11 @@ export function ModelsPage(props: {
                 {list.map((m) => {
                   const isDefault = settings?.defaultModel === m.path;
                   return (
-                    <tr key={m.path}>
+                    <tr key={m.path} data-testid="model-row" data-path={m.path} data-default={isDefault ? 'yes' : 'no'}>
                       <td class="nowrap">
                         <strong>{m.name}</strong> {isDefault && <Badge kind="ok">default</Badge>}
                         {!isDefault && settings && (
-                          <button type="button" class="link small block" onClick={() => apply({ defaultModel: m.path }, `${m.name} is now the default model.`)}>
+                          <button type="button" class="link small block" data-testid="make-default" data-path={m.path} onClick={() => apply({ defaultModel: m.path }, `${m.name} is now the default model.`)}>
                             Make default
                           </button>
                         )}
