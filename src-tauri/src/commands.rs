@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use tauri::ipc::Channel;
 use tauri::State;
+use ts_rs::TS;
 
 type Res<T> = Result<T, String>;
 
@@ -61,7 +62,9 @@ pub fn example() -> Res<Example> {
 }
 
 /// A text from the UI.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
+#[ts(optional_fields)]
 pub struct TextIn {
     pub id: Option<String>,
     pub text: String,
@@ -102,7 +105,8 @@ pub async fn score_texts(
 }
 
 /// Texts scored so far, sent after each one.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct ScoreProgress {
     pub done: usize,
     pub total: usize,
@@ -126,7 +130,8 @@ pub fn save_rubric(state: State<'_, AppState>, path: PathBuf, rubric: serde_json
 /// An eval set the app offers. A file in the eval-set folder that cannot be read is listed too,
 /// with the library's reason, so that the window can say what is wrong with it instead of
 /// leaving it out.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct EvalSetEntry {
     pub name: String,
     pub path: PathBuf,
@@ -134,12 +139,14 @@ pub struct EvalSetEntry {
     pub rows: usize,
     /// Why the set cannot be run as it is; absent for a good set.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub error: Option<SetProblem>,
 }
 
 /// Why an eval set cannot be run: the library's message (file, line, field, what to do), and the
 /// line and field on their own for the window to show.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct SetProblem {
     pub message: String,
     pub line: Option<usize>,
@@ -212,7 +219,9 @@ pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
 }
 
 /// What the Evaluate page asks for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
+#[ts(optional_fields)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRequest {
     pub eval_set: PathBuf,
@@ -418,13 +427,16 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
 /// A model the app knows.
 /// One model as the Models page and the model pickers show it (the contract in ui/README.md):
 /// its shape from the file's metadata, without loading the weights.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct ModelEntry {
     pub name: String,
     pub path: PathBuf,
     pub architecture: String,
     pub quantisation: String,
+    #[ts(type = "number")]
     pub parameters: u64,
+    #[ts(type = "Record<string, unknown>")]
     pub config: serde_json::Value,
 }
 
@@ -479,7 +491,8 @@ pub async fn add_model<R: tauri::Runtime>(app: tauri::AppHandle<R>, path: PathBu
 }
 
 /// Settings as the UI shows them, with the device in use (read-only).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
+#[ts(export, export_to = "../../ui/src/gen/")]
 #[serde(rename_all = "camelCase")]
 pub struct SettingsView {
     #[serde(flatten)]

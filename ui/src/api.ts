@@ -4,6 +4,9 @@
 // development. The command names, argument names and JSON shapes are the IPC contract:
 // see README.md.
 import { Channel, invoke } from '@tauri-apps/api/core';
+import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
+import type { Settings as ShellSettings } from './gen/Settings';
+import type { TextIn } from './gen/TextIn';
 import type {
   Comparison,
   EvalSetInfo,
@@ -64,14 +67,17 @@ const strip = <T extends object>(o: T): T =>
 
 const tauriBackend: Backend = {
   scoreTexts: ({ rubric, texts, debias, model }, onProgress) =>
-    invoke<TextResult[]>('score_texts', { ...strip({ rubric, texts, debias, model }), onProgress: new Channel<ScoreProgress>(onProgress) }),
+    invoke<TextResult[]>('score_texts', {
+      ...strip({ rubric, texts: texts satisfies TextIn[], debias, model }),
+      onProgress: new Channel<ScoreProgress>(onProgress),
+    }),
   example: () => invoke<{ rubric: Rubric; texts: string[] }>('example'),
   loadRubric: (path) => invoke<Rubric>('load_rubric', { path }),
   saveRubric: (path, rubric) => invoke<void>('save_rubric', { path, rubric }),
   listEvalSets: () => invoke<EvalSetInfo[]>('list_eval_sets'),
   runEval: (req, onProgress) => {
     const channel = new Channel<Progress>(onProgress);
-    return invoke<ResultFile>('run_eval', { request: strip(req), onProgress: channel });
+    return invoke<ResultFile>('run_eval', { request: strip(req) satisfies ShellRunRequest, onProgress: channel });
   },
   cancelRun: () => invoke<void>('cancel_run'),
   saveResult: (path) => invoke<string>('save_result', strip({ path })),
@@ -84,7 +90,11 @@ const tauriBackend: Backend = {
   getSettings: async () => fromShell(await invoke<Settings>('get_settings')),
   // One `settings` argument, as the command takes it; it answers with the settings saved.
   setSettings: async (s) =>
-    fromShell(await invoke<Settings>('set_settings', { settings: { ...s, threads: s.threads > 0 ? s.threads : null } })),
+    fromShell(
+      await invoke<Settings>('set_settings', {
+        settings: { ...s, threads: s.threads > 0 ? s.threads : null } satisfies ShellSettings,
+      }),
+    ),
   pickFile: (kind, defaultName) => invoke<string | null>('pick_file', strip({ kind, defaultName })),
   exportText: async (kind, defaultName, contents) => {
     const path = await invoke<string | null>('pick_file', { kind, defaultName });

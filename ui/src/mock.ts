@@ -218,6 +218,7 @@ export function createMockBackend(): Backend {
     device: 'auto',
     threads: 0,
     deviceInUse: 'cpu (2 threads)',
+    models: [],
   };
   const models: ModelInfo[] = EMPTY ? [] : [SMOLLM2, QWEN3_06B];
   const results = new Map<string, ResultFile>();

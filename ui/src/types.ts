@@ -2,9 +2,21 @@
 // Rust side produces (snake_case, as serde writes the library's structs), except Settings,
 // which is camelCase both ways (see README.md, "IPC contract").
 
-/** docs/rubric.md: one question of a rubric. */
+// The shapes the shell's commands take and give, generated from its Rust types by ts-rs
+// (`cargo test` in src-tauri writes ui/src/gen/; CI fails when they are stale). The UI's own
+// types below narrow them (string unions, 0 threads for all cores) but are built on them, so a
+// field the shell renames or retypes breaks this build instead of the running app.
+import type { EvalSetEntry } from './gen/EvalSetEntry';
+import type { ModelEntry } from './gen/ModelEntry';
+import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
+import type { ScoreProgress as ShellScoreProgress } from './gen/ScoreProgress';
+import type { SetProblem } from './gen/SetProblem';
+import type { SettingsView } from './gen/SettingsView';
+import type { TextIn } from './gen/TextIn';
+
 export type QuestionType = 'choice' | 'noul' | 'score';
 
+/** docs/rubric.md: one question of a rubric. */
 export interface RubricQuestion {
   type: QuestionType;
   instructions: string;
@@ -19,10 +31,7 @@ export interface Rubric {
   questions: Record<string, RubricQuestion>;
 }
 
-export interface TextInput {
-  id?: string;
-  text: string;
-}
+export type TextInput = TextIn;
 
 export type ScoreDebias = 'none' | 'cyclic';
 
@@ -55,27 +64,15 @@ export interface TextResult {
   criteria: CriterionResult[];
 }
 
-export interface EvalSetInfo {
-  name: string;
-  path: string;
-  /** Rows a run scores; 0 when the set cannot be read. */
-  rows: number;
-  /** Why the set cannot be run as it is (absent for a good set). */
-  error?: EvalSetProblem;
-}
+export type EvalSetInfo = EvalSetEntry;
 
 /** The library's reason an eval set cannot be run: its message, and the line and field it names. */
-export interface EvalSetProblem {
-  /** The whole message: file, line, field, what is wrong and what to do. */
-  message: string;
-  line: number | null;
-  field: string | null;
-}
+export type EvalSetProblem = SetProblem;
 
 export type Mode = 'readout' | 'generate';
 export type Debias = 'none' | 'cyclic' | 'permutation' | 'calibrate' | 'pride';
 
-export interface RunRequest {
+export interface RunRequest extends ShellRunRequest {
   /** Path of the eval set (from list_eval_sets or pick_file). */
   evalSet: string;
   /** Model path; omitted = the default model. */
@@ -99,10 +96,7 @@ export interface RunRequest {
 }
 
 /** Texts scored so far, sent after each one while `score_texts` runs. */
-export interface ScoreProgress {
-  done: number;
-  total: number;
-}
+export type ScoreProgress = ShellScoreProgress;
 
 export interface Progress {
   done: number;
@@ -258,20 +252,15 @@ export interface ModelConfig {
   [key: string]: number | boolean | string | null | undefined;
 }
 
-export interface ModelInfo {
-  name: string;
-  path: string;
-  architecture: string;
-  quantisation: string;
-  parameters: number;
+export interface ModelInfo extends Omit<ModelEntry, 'config'> {
   config: ModelConfig;
 }
 
 export type Device = 'auto' | 'cpu' | 'cuda' | 'metal';
 
-/** camelCase both ways (serde rename_all = "camelCase"). */
-export interface Settings {
-  benchDir: string;
+/** The settings as the page holds them: the shell's, with the device narrowed and 0 threads for
+ * all cores (the shell keeps none: api.ts converts both ways). */
+export interface Settings extends Omit<SettingsView, 'device' | 'threads' | 'defaultModel' | 'deviceInUse' | 'models'> {
   /** Path of the default model. */
   defaultModel: string;
   device: Device;
@@ -279,6 +268,8 @@ export interface Settings {
   threads: number;
   /** Read-only, filled by get_settings: the device actually in use, e.g. "cpu (2 threads)". */
   deviceInUse?: string;
+  /** Models added through the dialog (kept by the shell). */
+  models: string[];
 }
 
 /** What a file dialog is for; the shell picks filters and open/save/folder from it. */
