@@ -339,6 +339,13 @@ pub fn cancel_run(state: State<'_, AppState>) {
     state.cancel.store(true, Ordering::SeqCst);
 }
 
+/// The CLI's default file name for a result (eval set, model, mode, shots, debias and the levers
+/// off their defaults), so the app names a file as `readout run` would.
+fn result_file_name(r: &ResultFile) -> PathBuf {
+    let stem = Path::new(&r.model.file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    default_name(&r.eval_set.name, &stem, &r.config)
+}
+
 /// Save the last evaluation's result file (the CLI's format) into the bench folder, or to `path`.
 #[tauri::command]
 pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<PathBuf> {
@@ -349,12 +356,7 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
             state.check_writable(&p)?;
             p
         }
-        None => {
-            let stem =
-                Path::new(&last.model.file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let path = state.settings().bench_dir.join(default_name(&last.eval_set.name, &stem, &last.config));
-            readout::results::unused_path(&path)
-        }
+        None => readout::results::unused_path(&state.settings().bench_dir.join(result_file_name(&last))),
     };
     if target.exists() {
         return Err(format!("{} exists; choose another name", target.display()));
@@ -525,6 +527,11 @@ pub async fn pick_file<R: tauri::Runtime>(
         "export_json" => d.add_filter("JSON", &["json"]),
         _ => d,
     };
+    // Saving a result: the CLI's name for it unless the page gives one.
+    let default_name = default_name.or_else(|| match kind.as_str() {
+        "result_save" => state.last_result.lock().ok()?.as_ref().map(|r| result_file_name(r).display().to_string()),
+        _ => None,
+    });
     let d = match default_name {
         Some(n) => d.set_file_name(n),
         None => d,

@@ -139,9 +139,8 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
     try {
       let path: string | undefined;
       if (as) {
-        const r = run.result;
-        const name = `${r.eval_set.name}_${baseName(r.model.file).replace(/\.gguf$/i, '').toLowerCase()}_${r.config.mode}_${r.config.shots}shot_${r.config.debias}.json`;
-        const picked = await pickFile('result_save', name);
+        // The shell proposes the CLI's name for the result (levers included).
+        const picked = await pickFile('result_save');
         if (!picked) return;
         path = picked;
       }
