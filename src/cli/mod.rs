@@ -121,12 +121,11 @@ pub fn default_model() -> PathBuf {
     readout::default_model_path(std::env::var_os("READOUT_MODEL").map(PathBuf::from), data.as_deref())
 }
 
+/// `MatmulPath`'s names, and the British spelling beside `quantized`.
 fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
     match s {
-        "dense" => Ok(MatmulPath::Dense),
-        "quantized" | "quantised" => Ok(MatmulPath::Quantized),
-        "auto" => Ok(MatmulPath::Auto),
-        other => Err(format!("unknown matmul path `{other}` (expected dense, quantized or auto)")),
+        "quantised" => Ok(MatmulPath::Quantized),
+        other => other.parse(),
     }
 }
 

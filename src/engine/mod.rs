@@ -637,6 +637,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn option_names_round_trip_and_a_wrong_one_says_what_is_expected() {
+        for m in [MatmulPath::Dense, MatmulPath::Quantized, MatmulPath::Auto] {
+            assert_eq!(m.as_str().parse::<MatmulPath>(), Ok(m));
+        }
+        for w in [WeightsMode::Native, WeightsMode::F32, WeightsMode::Auto] {
+            assert_eq!(w.as_str().parse::<WeightsMode>(), Ok(w));
+        }
+        for k in [KvCache::F16, KvCache::F32, KvCache::Auto] {
+            assert_eq!(k.as_str().parse::<KvCache>(), Ok(k));
+        }
+        assert_eq!(
+            "bf16".parse::<KvCache>(),
+            Err("unknown KV cache precision `bf16` (expected f16, f32 or auto)".into())
+        );
+        assert_eq!("q4".parse::<WeightsMode>(), Err("unknown weights mode `q4` (expected native, f32 or auto)".into()));
+    }
+
+    #[test]
     fn a_group_of_one_is_the_stem_tree_mask() {
         for (past, stem, lens) in [(2, 0, vec![2, 1]), (1, 2, vec![1, 2]), (0, 3, vec![]), (4, 1, vec![3])] {
             let a: Vec<Vec<f32>> =

@@ -24,17 +24,6 @@ pub enum MatmulPath {
     Auto,
 }
 
-impl MatmulPath {
-    /// `dense`, `quantized` or `auto`, as the CLI and result files name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MatmulPath::Dense => "dense",
-            MatmulPath::Quantized => "quantized",
-            MatmulPath::Auto => "auto",
-        }
-    }
-}
-
 /// How the weights are held in memory: the `--weights` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,29 +36,6 @@ pub enum WeightsMode {
     /// Native on the CPU and on Metal (memory the GPU shares with the system); on CUDA native
     /// when f32 weights would take more than half of the device's free memory, f32 otherwise.
     Auto,
-}
-
-impl WeightsMode {
-    /// `native`, `f32` or `auto`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WeightsMode::Native => "native",
-            WeightsMode::F32 => "f32",
-            WeightsMode::Auto => "auto",
-        }
-    }
-}
-
-impl std::str::FromStr for WeightsMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "native" => Ok(WeightsMode::Native),
-            "f32" => Ok(WeightsMode::F32),
-            "auto" => Ok(WeightsMode::Auto),
-            other => Err(format!("unknown weights mode `{other}` (expected native, f32 or auto)")),
-        }
-    }
 }
 
 /// How the KV cache holds keys and values: the `--kv-cache` option.
@@ -85,28 +51,33 @@ pub enum KvCache {
     Auto,
 }
 
-impl KvCache {
-    /// `f16`, `f32` or `auto`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KvCache::F16 => "f16",
-            KvCache::F32 => "f32",
-            KvCache::Auto => "auto",
+/// `as_str` (the name the CLI and result files use) and `FromStr` for an option's enum, from one
+/// list of names: the three engine options below spell their values one way everywhere.
+macro_rules! option_names {
+    ($t:ident, $what:literal, $expected:literal, { $($v:ident => $s:literal),+ $(,)? }) => {
+        impl $t {
+            /// The value's name, as the CLI takes it and result files record it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($t::$v => $s),+
+                }
+            }
         }
-    }
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($s => Ok($t::$v),)+
+                    other => Err(format!(concat!("unknown ", $what, " `{}` (expected ", $expected, ")"), other)),
+                }
+            }
+        }
+    };
 }
 
-impl std::str::FromStr for KvCache {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "f16" => Ok(KvCache::F16),
-            "f32" => Ok(KvCache::F32),
-            "auto" => Ok(KvCache::Auto),
-            other => Err(format!("unknown KV cache precision `{other}` (expected f16, f32 or auto)")),
-        }
-    }
-}
+option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
+option_names!(WeightsMode, "weights mode", "native, f32 or auto", { Native => "native", F32 => "f32", Auto => "auto" });
+option_names!(KvCache, "KV cache precision", "f16, f32 or auto", { F16 => "f16", F32 => "f32", Auto => "auto" });
 
 /// How the weights are to be held: the matmul path, whether they stay in the file's encoding,
 /// and the width of the activations the integer kernel multiplies them with.
