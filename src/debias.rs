@@ -22,7 +22,7 @@
 //!   orderings ([`pride_sample`], [`pride_prior`]), then divide it out of every other row's
 //!   single-ordering probabilities ([`pride_debias`]).
 
-use crate::math::argmax;
+use crate::math::{argmax, SplitMix64};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -192,23 +192,6 @@ pub fn calibrate(slot_probs: &[f64], content_free_slot_probs: &[Vec<f64>]) -> Ve
         })
         .collect();
     normalise(out)
-}
-
-/// SplitMix64: a tiny seeded generator for picking the PriDe sample.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
 }
 
 /// The rows PriDe scores under all orderings: `max(1, round(share * n_rows))` distinct indices

@@ -49,7 +49,7 @@ pub fn variants(base: &RunConfig) -> Vec<Variant> {
         c.levers.prune_head = true
     });
     add("prompt", "terse (readout-terse-v1)", "`--prompt terse` (app: Prompt layout); answers move", &|c| {
-        c.prompt_version = PromptVersion::TerseV1.as_str().into()
+        c.prompt_version = PromptVersion::TerseV1
     });
     add("pass_tokens", "256 tokens per pass", "`--pass-tokens 256`", &|c| c.levers.pass_tokens = 256);
     add("pass_tokens", "4096 tokens per pass", "`--pass-tokens 4096`", &|c| c.levers.pass_tokens = 4096);
@@ -156,14 +156,15 @@ mod tests {
 
     #[test]
     fn each_variant_changes_one_lever() {
-        let base = crate::run::default_config(crate::run::Mode::Readout, 3, crate::debias::DebiasMode::Cyclic);
+        let base =
+            crate::config::RunConfig::builder().shots(3).debias(crate::debias::DebiasMode::Cyclic).build().unwrap();
         let v = variants(&base);
         assert_eq!(v[0].config, base);
         for x in &v[1..] {
             assert_ne!(x.config, base, "{}", x.lever);
             let mut back = x.config.clone();
             back.levers = base.levers.clone();
-            back.prompt_version = base.prompt_version.clone();
+            back.prompt_version = base.prompt_version;
             assert_eq!(back, base, "{} changes only levers or the prompt", x.lever);
         }
     }

@@ -1,21 +1,30 @@
 //! Readout: decide rubric criteria with a small local language model by reading the logits of
 //! the answer letters, and evaluate such models honestly.
 //!
-//! The pipeline: rubric or eval set → [`plan`] → [`engine`] → combine → metrics → result file.
-//! The CLI (`src/main.rs`) and the desktop app only parse, call and present.
+//! The pipeline, one module per stage, data flowing one way: [`input`] (an eval set's rows with
+//! gold, or a rubric's criteria for texts) → [`plan`] (prompts, fitted to the context, as one
+//! prompt tree) → [`exec`] (the walk of the tree through the [`engine`]) → [`combine`] (orderings
+//! and debias) → [`metrics`] → [`results`]. [`pipeline`] runs exec and combine in their phases;
+//! [`run`] and [`score`] only sequence the stages, under one [`config::RunConfig`]. The CLI
+//! (`src/main.rs`), the desktop app and the other shells only parse, call and present.
 
 pub mod bench;
+pub mod combine;
+pub mod config;
 pub mod debias;
 pub mod derive;
 pub mod device;
 pub mod engine;
 pub mod error;
 pub mod evalset;
+pub mod exec;
 pub mod hash;
+pub mod input;
 pub mod levers;
 pub mod math;
 pub mod memory;
 pub mod metrics;
+pub mod pipeline;
 pub mod plan;
 pub mod prompt;
 pub mod quantize;

@@ -15,6 +15,7 @@
 //! - Balanced accuracy is keyed by the gold option's id, not its index.
 //! - An empty row set gives 0 for every rate (it never occurs in a run: an eval set is never empty).
 
+use crate::math::{mix64, SplitMix64};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -290,27 +291,6 @@ pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
         mean_family_balanced_accuracy,
         bootstrap: Interval { level: INTERVAL_LEVEL, lo, hi, resamples, seed },
     }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator, enough for resampling.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix64(self.0)
-    }
-
-    /// Uniform-enough index in `0..n` (multiply-shift; bias below 2^-40 for any set we see).
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-}
-
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Percentile by linear interpolation between order statistics (NumPy's default).

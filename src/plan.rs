@@ -1,8 +1,252 @@
-//! Planning: every prompt a job needs, as token sequences, arranged so that shared prefixes are
-//! computed once. A job's prompts form a two-level tree: the root (system turn, shots and the
-//! start of the user turn, common to every prompt) and, under it, one node per item (its state),
-//! whose children are the suffixes that differ (criterion, ordering). Prefixes are cut on token
-//! boundaries of the full prompts, so the logits read are exactly those of the full prompts.
+//! The pipeline's second stage: every prompt a job needs, rendered and tokenized, fitted to the
+//! model's context, and arranged as one radix tree of token sequences (the prompt tree), so that
+//! every shared prefix — the system turn and shots once per job, each state once per item — is
+//! computed once. This is the only planner: `run` and `score` both plan here.
+//!
+//! A row's prompts: one per ordering its debias mode scores (PriDe: every permutation for its
+//! sample rows, one ordering for the rest), and for `calibrate` each ordering's content-free
+//! prompts after it. An item whose longest prompt does not fit is refused, naming it and the
+//! token counts, or (with [`Truncate::Middle`]) has its state cut from the middle until every
+//! prompt fits.
+
+use crate::config::{Mode, RunConfig};
+use crate::debias::{self, DebiasMode, CONTENT_FREE};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::input::{Job, Row};
+use crate::prompt::{self, LETTERS};
+use crate::truncate::{fit_middle, Truncate};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Which prompt of a row.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Variant {
+    /// The row's own state in ordering `k` of its ordering list.
+    Real(usize),
+    /// Content-free state `s` in ordering `k` (calibration).
+    ContentFree(usize, usize),
+}
+
+/// One prompt, rendered and tokenized, with the letter tokens read at its end.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub row: usize,
+    pub variant: Variant,
+    pub text: String,
+    pub tokens: Vec<u32>,
+    pub letters: Vec<u32>,
+    /// sha256 of `text`, recorded per ordering.
+    pub sha: String,
+}
+
+/// Every prompt of a job's rows, in order: per row, per ordering, the real prompt, then its
+/// content-free calibration prompts.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub prompts: Vec<Prompt>,
+    /// The orderings of every row.
+    pub row_orderings: Vec<Vec<Vec<usize>>>,
+    /// PriDe's sample rows (scored in every permutation).
+    pub pride_sample: Vec<usize>,
+    /// Rows whose state was cut from the middle: how many tokens their longest prompt lost.
+    pub cuts: HashMap<usize, usize>,
+}
+
+impl Planned {
+    /// Tokens of every prompt counted in full.
+    pub fn prompt_tokens(&self) -> usize {
+        self.prompts.iter().map(|p| p.tokens.len()).sum()
+    }
+}
+
+/// One prompt of a job as text, for feeding the very same prompt to peers (`readout prompts`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RenderedPrompt {
+    /// `row id#ordering index`, with `#cf<state>` for a content-free calibration prompt.
+    pub id: String,
+    pub prompt: String,
+    pub letters: Vec<String>,
+}
+
+impl Planned {
+    /// The prompts as text, in order.
+    pub fn rendered(&self, job: &Job<'_>) -> Vec<RenderedPrompt> {
+        self.prompts
+            .iter()
+            .map(|s| {
+                let r = &job.rows[s.row];
+                let id = match s.variant {
+                    Variant::Real(k) => format!("{}#{k}", r.id),
+                    Variant::ContentFree(si, k) => format!("{}#{k}#cf{si}", r.id),
+                };
+                let letters = LETTERS[..r.criterion.options.len()].iter().map(|l| l.to_string()).collect();
+                RenderedPrompt { id, prompt: s.text.clone(), letters }
+            })
+            .collect()
+    }
+}
+
+/// One item's prompts, and the (row, tokens cut) of each state cut from the middle.
+type PlannedItem = (Vec<Prompt>, Vec<(usize, usize)>);
+
+/// Render and tokenize the prompts of every row of `job`, an item's rows together (they share
+/// its state), the items on all of the engine's threads, then in row order.
+pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planned> {
+    let rows = &job.rows;
+    let version = config.prompt_version;
+    let bad_set = |reason: String| match job.path() {
+        Some(p) => Error::BadFile { path: p.to_path_buf(), reason },
+        None => Error::Config(reason),
+    };
+    let pride_sample: Vec<usize> = if config.debias == DebiasMode::Pride {
+        debias::pride_sample(rows.len(), config.pride_share, config.pride_seed)
+    } else {
+        vec![]
+    };
+    let row_orderings = (0..rows.len())
+        .map(|i| {
+            let mode = match config.debias {
+                DebiasMode::Pride if pride_sample.contains(&i) => DebiasMode::Permutation,
+                DebiasMode::Pride => DebiasMode::None,
+                m => m,
+            };
+            debias::orderings(mode, rows[i].criterion.options.len()).map_err(bad_set)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let context = engine.info().config.context_length;
+    let reserved = if config.mode == Mode::Generate { config.max_new_tokens } else { 0 };
+    let budget = context.saturating_sub(reserved);
+    let part = job.part();
+    // A prompt rendered and tokenized, before its letters are checked.
+    struct Draft {
+        row: usize,
+        k: usize,
+        text: String,
+        tokens: Vec<u32>,
+    }
+    let render = |r: &Row<'_>, state: &str, ord: &[usize]| -> Result<String> {
+        let user = prompt::user_turn_in(version, state, r.criterion, ord);
+        engine.template().render(&prompt::messages(job.shots.for_row(r).0, user))
+    };
+    let draft = |ri: usize, k: usize, state: &str| -> Result<Draft> {
+        let text = render(&rows[ri], state, &row_orderings[ri][k])?;
+        let tokens = engine.tokenizer().encode(&text)?;
+        Ok(Draft { row: ri, k, text, tokens })
+    };
+    let longest = |d: &[Draft]| d.iter().map(|d| (d.tokens.len(), d.row, d.k)).max().unwrap_or_default();
+    let too_long = |ri: usize, k: usize, prompt_tokens: usize, cut_tried: bool| -> Result<Error> {
+        let without = draft(ri, k, "")?.tokens.len();
+        let advice = if cut_tried || without > budget {
+            if part == "state" {
+                format!(
+                    "without its state the prompt (system turn, shots, question and options) is still {without} tokens, so cutting the state cannot make it fit: use fewer --shots, shorter questions, or a model with a longer context"
+                )
+            } else {
+                format!(
+                    "without the text the prompt (system turn, question and options) is still {without} tokens, so cutting the text cannot make it fit: shorten the rubric's questions or use a model with a longer context"
+                )
+            }
+        } else {
+            format!(
+                "shorten the {part}, or pass --truncate-middle to cut it from the middle (its head and tail are kept)"
+            )
+        };
+        Ok(Error::PromptTooLong {
+            what: job.describe(&rows[ri]),
+            part,
+            prompt_tokens,
+            state_tokens: prompt_tokens.saturating_sub(without),
+            budget,
+            reserved: if reserved > 0 {
+                format!(" ({context} less {reserved} kept for the generated reply)")
+            } else {
+                String::new()
+            },
+            advice,
+        })
+    };
+    let mut items: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let end = (start..rows.len()).find(|&j| rows[j].item != rows[start].item).unwrap_or(rows.len());
+        items.push(start..end);
+        start = end;
+    }
+    let plan_item = |item: std::ops::Range<usize>| -> Result<PlannedItem> {
+        let mut specs: Vec<Prompt> = Vec::new();
+        let mut cuts: Vec<(usize, usize)> = Vec::new();
+        let group: Vec<usize> = item.collect();
+        let Some(&first) = group.first() else { return Ok((specs, cuts)) };
+        let state = rows[first].state;
+        let keys: Vec<(usize, usize)> =
+            group.iter().flat_map(|&ri| (0..row_orderings[ri].len()).map(move |k| (ri, k))).collect();
+        let drafts_of = |state: &str| keys.iter().map(|&(ri, k)| draft(ri, k, state)).collect::<Result<Vec<_>>>();
+        let mut drafts = drafts_of(state)?;
+        let (tokens, ri, k) = longest(&drafts);
+        if tokens > budget {
+            // A model whose letters merge with the prompt is refused for that, not for the length.
+            if let Some(d) = drafts.iter().find(|d| (d.row, d.k) == (ri, k)) {
+                engine.answer_tokens(&d.text, &d.tokens, rows[ri].criterion.options.len())?;
+            }
+            if config.truncate == Truncate::None {
+                return Err(too_long(ri, k, tokens, false)?);
+            }
+            // Cut against the longest prompt; should another prompt of the item still not fit
+            // (its tokens merge differently at the cut), cut against all of them.
+            let fit_with = |len: &mut dyn FnMut(&str) -> Result<usize>| -> Result<Option<Vec<Draft>>> {
+                match fit_middle(state, budget, len)? {
+                    Some(f) => drafts_of(&f).map(|d| (longest(&d).0 <= budget).then_some(d)),
+                    None => Ok(None),
+                }
+            };
+            let mut fitted = fit_with(&mut |s| Ok(draft(ri, k, s)?.tokens.len()))?;
+            if fitted.is_none() {
+                fitted =
+                    fit_with(&mut |s| keys.iter().try_fold(0, |m, &(ri, k)| Ok(draft(ri, k, s)?.tokens.len().max(m))))?;
+            }
+            let Some(fitted) = fitted else { return Err(too_long(ri, k, tokens, true)?) };
+            for &ri in &group {
+                let max_of = |d: &[Draft]| d.iter().filter(|d| d.row == ri).map(|d| d.tokens.len()).max().unwrap_or(0);
+                cuts.push((ri, max_of(&drafts).saturating_sub(max_of(&fitted))));
+            }
+            drafts = fitted;
+        }
+        let finish = |row: usize, variant: Variant, text: String, tokens: Vec<u32>| -> Result<Prompt> {
+            let letters = engine.answer_tokens(&text, &tokens, rows[row].criterion.options.len())?;
+            let sha = crate::hash::sha256_bytes(text.as_bytes());
+            Ok(Prompt { row, variant, text, tokens, letters, sha })
+        };
+        // Per row, per ordering: the real prompt, then its content-free calibration prompts.
+        for d in drafts {
+            specs.push(finish(d.row, Variant::Real(d.k), d.text, d.tokens)?);
+            if config.debias == DebiasMode::Calibrate {
+                let ord = &row_orderings[d.row][d.k];
+                for (si, cf) in CONTENT_FREE.iter().enumerate() {
+                    let text = render(&rows[d.row], cf, ord)?;
+                    let tokens = engine.tokenizer().encode(&text)?;
+                    let spec = finish(d.row, Variant::ContentFree(si, d.k), text, tokens)?;
+                    if spec.tokens.len() > budget {
+                        return Err(too_long(d.row, d.k, spec.tokens.len(), true)?);
+                    }
+                    specs.push(spec);
+                }
+            }
+        }
+        Ok((specs, cuts))
+    };
+    let planned: Vec<Result<PlannedItem>> = items.into_par_iter().map(plan_item).collect();
+    let mut prompts: Vec<Prompt> = Vec::new();
+    let mut cuts: HashMap<usize, usize> = HashMap::new();
+    // The first item's error, in order, whatever thread found it first.
+    for p in planned {
+        let (s, c) = p?;
+        prompts.extend(s);
+        cuts.extend(c);
+    }
+    Ok(Planned { prompts, row_orderings, pride_sample, cuts })
+}
 
 /// Length of the longest common prefix of `seqs`, leaving at least `keep` tokens of each.
 pub fn common_prefix(seqs: &[&[u32]], keep: usize) -> usize {
@@ -16,75 +260,9 @@ pub fn common_prefix(seqs: &[&[u32]], keep: usize) -> usize {
     n.min(shortest.saturating_sub(keep))
 }
 
-/// One prompt to score: its tokens and the letter tokens read at its end.
-#[derive(Debug, Clone)]
-pub struct PlannedPrompt {
-    pub tokens: Vec<u32>,
-    pub letters: Vec<u32>,
-}
-
-/// A group of prompts sharing a prefix (one item's state).
-#[derive(Debug, Clone)]
-pub struct Node {
-    /// Tokens of the node's prefix, the root's prefix included.
-    pub prefix_len: usize,
-    pub prompts: Vec<PlannedPrompt>,
-}
-
-/// The tree of a job: a shared root prefix and the nodes under it.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub root_len: usize,
-    pub nodes: Vec<Node>,
-}
-
-impl Plan {
-    /// Arrange groups of prompts (one group per item) into a tree.
-    pub fn new(groups: Vec<Vec<PlannedPrompt>>) -> Plan {
-        let all: Vec<&[u32]> = groups.iter().flatten().map(|p| p.tokens.as_slice()).collect();
-        let root_len = common_prefix(&all, 1);
-        let nodes = groups
-            .into_iter()
-            .map(|prompts| {
-                let seqs: Vec<&[u32]> = prompts.iter().map(|p| p.tokens.as_slice()).collect();
-                let prefix_len = common_prefix(&seqs, 1).max(root_len);
-                Node { prefix_len, prompts }
-            })
-            .collect();
-        Plan { root_len, nodes }
-    }
-
-    /// The root's tokens (empty when there are no prompts).
-    pub fn root_tokens(&self) -> &[u32] {
-        self.nodes.iter().flat_map(|n| n.prompts.first()).next().map(|p| &p.tokens[..self.root_len]).unwrap_or(&[])
-    }
-
-    /// Tokens the model computes under this plan: the root once, each node's prefix once, each suffix once.
-    pub fn computed_tokens(&self) -> usize {
-        self.root_len
-            + self
-                .nodes
-                .iter()
-                .map(|n| {
-                    (n.prefix_len - self.root_len)
-                        + n.prompts.iter().map(|p| p.tokens.len() - n.prefix_len).sum::<usize>()
-                })
-                .sum::<usize>()
-    }
-
-    /// Tokens of every prompt, counted in full (what a cacheless run computes).
-    pub fn prompt_tokens(&self) -> usize {
-        self.nodes.iter().flat_map(|n| &n.prompts).map(|p| p.tokens.len()).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn p(t: &[u32]) -> PlannedPrompt {
-        PlannedPrompt { tokens: t.to_vec(), letters: vec![] }
-    }
 
     #[test]
     fn common_prefix_keeps_a_token() {
@@ -92,18 +270,6 @@ mod tests {
         assert_eq!(common_prefix(&[&[1, 2, 3], &[1, 2, 3]], 1), 2);
         assert_eq!(common_prefix(&[&[1, 2, 3]], 1), 2);
         assert_eq!(common_prefix(&[&[5], &[6]], 1), 0);
-    }
-
-    #[test]
-    fn two_levels_and_token_counts() {
-        let plan = Plan::new(vec![vec![p(&[1, 2, 3, 4]), p(&[1, 2, 3, 5])], vec![p(&[1, 2, 6, 7, 8])]]);
-        assert_eq!(plan.root_len, 2);
-        assert_eq!(plan.nodes[0].prefix_len, 3);
-        assert_eq!(plan.nodes[1].prefix_len, 4);
-        assert_eq!(plan.root_tokens(), &[1, 2]);
-        // root 2 + node0 (1 + 1 + 1) + node1 (2 + 1)
-        assert_eq!(plan.computed_tokens(), 8);
-        assert_eq!(plan.prompt_tokens(), 13);
     }
 }
 

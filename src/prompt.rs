@@ -18,7 +18,8 @@ pub const PROMPT_VERSION: &str = "readout-v1";
 /// The prompt layouts on offer. `readout-terse-v1` puts fewer tokens between the state and the
 /// answer letter (no "Question:"/"Options:" labels, no closing instruction), so each criterion and
 /// each ordering costs fewer tokens; the system message and the state are the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum PromptVersion {
     #[default]
     V1,
@@ -44,6 +45,19 @@ impl std::str::FromStr for PromptVersion {
                 Err(format!("unknown prompt version `{other}`; use default (readout-v1) or terse (readout-terse-v1)"))
             }
         }
+    }
+}
+
+impl From<PromptVersion> for &'static str {
+    fn from(v: PromptVersion) -> &'static str {
+        v.as_str()
+    }
+}
+
+impl TryFrom<String> for PromptVersion {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        s.parse()
     }
 }
 
@@ -193,11 +207,6 @@ pub fn messages(shots: &[Shot], user: String) -> Vec<Message> {
     m
 }
 
-/// The identity ordering and its cyclic rotations.
-pub fn rotations(n: usize) -> Vec<Vec<usize>> {
-    (0..n).map(|r| (0..n).map(|i| (i + r) % n).collect()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,10 +247,5 @@ mod tests {
         let s = t.render(&messages(&[], "hi".into())).unwrap();
         assert!(s.starts_with("<|im_start|>system\n"));
         assert!(s.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
-    }
-
-    #[test]
-    fn rotations_are_cyclic() {
-        assert_eq!(rotations(3), vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]]);
     }
 }

@@ -73,55 +73,8 @@ pub struct EvalSetRecord {
     pub skipped: Vec<crate::evalset::SkippedLine>,
 }
 
-/// The speed levers in force.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Levers {
-    /// Shared prefixes computed once (the prompt tree).
-    pub prefix_tree: bool,
-    /// All suffixes of one prefix in one forward pass.
-    pub batched_suffixes: bool,
-    /// Logits only at the answer position.
-    pub trim: bool,
-    /// LM head cut to the answer letters.
-    pub prune_head: bool,
-    /// `dense`, `quantized` or `auto`.
-    pub matmul: crate::engine::MatmulPath,
-    /// Most new tokens per forward pass when units of the prompt tree are batched together.
-    #[serde(default = "default_pass_tokens")]
-    pub pass_tokens: usize,
-    /// Units of one pass on the same parent share one attention (`--group-units`; the
-    /// device's default, on for a GPU, when not given). Absent in files written before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_units: Option<bool>,
-    /// Two passes at a time (`--side-by-side`; the default: on for a CPU of several threads).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side_by_side: Option<bool>,
-}
-
-/// Pass size of files written before the lever was recorded (and the default).
-pub fn default_pass_tokens() -> usize {
-    1024
-}
-
-/// Everything that decides a run's numbers.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RunConfig {
-    pub mode: crate::run::Mode,
-    pub shots: usize,
-    pub shot_seed: u64,
-    pub debias: crate::debias::DebiasMode,
-    pub prompt_version: String,
-    pub max_new_tokens: usize,
-    pub pride_share: f64,
-    pub pride_seed: u64,
-    /// A state too long for the model's context: refused (`none`, and in files written before
-    /// the field) or cut from the middle (`middle`).
-    #[serde(default)]
-    pub truncate: crate::truncate::Truncate,
-    pub bootstrap_resamples: usize,
-    pub bootstrap_seed: u64,
-    pub levers: Levers,
-}
+pub use crate::combine::OrderingRecord;
+pub use crate::config::{default_pass_tokens, Levers, RunConfig};
 
 /// The worked examples a run used: a primary set, and an alternate for rows of the primary's groups.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -160,20 +113,6 @@ pub struct Timing {
     pub peak_device_bytes: Option<u64>,
 }
 
-/// One ordering of a row as scored.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OrderingRecord {
-    /// Slot → option index: letter `A` showed option `order[0]`.
-    pub order: Vec<usize>,
-    /// Softmax over the letters, by slot (readout); one-hot on the parsed letter (generate).
-    pub letter_probs: Vec<f64>,
-    /// Share of the full next-token distribution on the letters, when the full head was computed.
-    pub letter_mass: Option<f64>,
-    /// The generated reply (generate mode).
-    pub reply: Option<String>,
-    pub prompt_sha256: String,
-}
-
 /// One scored row.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RowRecord {
@@ -200,6 +139,29 @@ pub struct RowRecord {
 }
 
 impl RowRecord {
+    /// A row of an eval set as decided; `None` for a row without gold (a text to score).
+    pub fn new(row: &crate::input::Row<'_>, c: crate::combine::Combined, shots: Vec<String>) -> Option<RowRecord> {
+        let gold = row.gold?;
+        let option_ids: Vec<String> = row.criterion.options.iter().map(|o| o.id.clone()).collect();
+        Some(RowRecord {
+            id: row.id.clone(),
+            family: row.family.clone(),
+            group_id: row.group_id.clone(),
+            gold,
+            gold_id: option_ids.get(gold)?.clone(),
+            predicted_id: c.predicted.and_then(|p| option_ids.get(p).cloned()),
+            option_ids,
+            shots,
+            orderings: c.orderings,
+            correct: c.predicted == Some(gold),
+            invalid: c.predicted.is_none(),
+            order_unstable: c.order_unstable,
+            probs: c.probs,
+            predicted: c.predicted,
+            truncated_tokens: c.truncated_tokens,
+        })
+    }
+
     pub fn scored(&self) -> ScoredRow {
         ScoredRow {
             id: self.id.clone(),
@@ -299,6 +261,107 @@ impl ResultFile {
     }
 }
 
+/// The parts of a result file fixed before scoring.
+pub struct Header {
+    program: Program,
+    machine: Machine,
+    model: ModelRecord,
+    eval_set: EvalSetRecord,
+    config: RunConfig,
+    shots: ShotRecord,
+    model_load_seconds: f64,
+    /// The engine's device, for its peak memory.
+    device: candle_core::Device,
+}
+
+impl Header {
+    /// What a run records before its first row: the program, the machine, the model, the eval
+    /// set (`rows` selected, with the `limit` and `family` it was read with), the configuration.
+    pub fn new(
+        engine: &crate::engine::Engine,
+        set: &crate::evalset::EvalSet,
+        job: &crate::input::Job<'_>,
+        config: &RunConfig,
+        model_load_seconds: f64,
+        limit: Option<usize>,
+        family: Option<String>,
+    ) -> Result<Header> {
+        let info = engine.info();
+        Ok(Header {
+            program: Program { name: "readout".into(), version: env!("CARGO_PKG_VERSION").into() },
+            machine: Machine {
+                os: std::env::consts::OS.into(),
+                arch: std::env::consts::ARCH.into(),
+                cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                device: info.device.clone(),
+            },
+            model: ModelRecord {
+                name: info.name.clone(),
+                file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                sha256: engine.sha256()?,
+                architecture: info.architecture.as_str().into(),
+                quantisation: info.quantisation.clone(),
+                parameters: info.parameters,
+                weights: info.weights.as_str().into(),
+                activations: info.activations.into(),
+                kv_cache: info.kv_cache.as_str().into(),
+            },
+            eval_set: EvalSetRecord {
+                name: set.name.clone(),
+                path: set.path.display().to_string(),
+                sha256: set.sha256.clone(),
+                rows: job.rows.len(),
+                limit,
+                family,
+                skipped: set.skipped.clone(),
+            },
+            config: config.clone(),
+            shots: ShotRecord { primary: job.shots.primary_ids.clone(), alternate: job.shots.alternate_ids.clone() },
+            model_load_seconds,
+            device: engine.device().clone(),
+        })
+    }
+
+    /// The result file of the rows done so far, metrics included.
+    pub fn assemble(
+        &self,
+        done: &std::collections::BTreeMap<usize, RowRecord>,
+        status: Status,
+        debias_state: &serde_json::Value,
+        wall_seconds: f64,
+        plan: PlanRecord,
+    ) -> ResultFile {
+        let wall = wall_seconds;
+        let n = done.len();
+        let mut file = ResultFile {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            status,
+            created: now_utc(),
+            program: self.program.clone(),
+            machine: self.machine.clone(),
+            model: self.model.clone(),
+            eval_set: self.eval_set.clone(),
+            config: self.config.clone(),
+            shots: self.shots.clone(),
+            debias_state: debias_state.clone(),
+            plan: PlanRecord { truncated_rows: done.values().filter(|r| r.truncated_tokens.is_some()).count(), ..plan },
+            metrics: None,
+            timing: Timing {
+                wall_seconds: wall,
+                model_load_seconds: self.model_load_seconds,
+                rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
+                mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
+                peak_rss_bytes: crate::memory::peak_rss(),
+                peak_device_bytes: crate::device::peak_memory(&self.device),
+            },
+            rows: done.values().cloned().collect(),
+        };
+        file.summarize();
+        file
+    }
+}
+
 /// The default file name for a run: eval set, model, mode, shots, debias.
 pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
     let clean =
@@ -315,8 +378,8 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
         };
     let mut name =
         format!("{}_{}_{}_{}shot_{}", clean(eval_set), clean(model), cfg.mode.as_str(), cfg.shots, cfg.debias.as_str());
-    if cfg.prompt_version != crate::prompt::PROMPT_VERSION {
-        name.push_str(if cfg.prompt_version == "readout-terse-v1" { "_terse" } else { "_prompt-other" });
+    if cfg.prompt_version == crate::prompt::PromptVersion::TerseV1 {
+        name.push_str("_terse");
     }
     if !cfg.levers.prefix_tree {
         name.push_str("_notree");

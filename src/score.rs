@@ -1,33 +1,27 @@
-//! Deciding a rubric for texts: the pipeline behind `readout score` and the app's Score page.
-//! Each text × criterion × ordering becomes a prompt; the plan shares the system turn across all
-//! texts and each text across its criteria; the engine reads the letters; orderings are combined
-//! by option id.
+//! `readout score` and the app's Score page: texts through the same pipeline as a run — input
+//! (every criterion of the rubric for every text, rows without gold) → plan → exec and combine
+//! ([`crate::pipeline`]) — so scoring has every debias mode, the context policy and resuming that
+//! a run has. What is its own is the presentation of a decision: the chosen option, the margin to
+//! the runner-up, the expected level of a `score` question.
 
-use crate::engine::{Engine, Prefix, Suffix};
+use crate::combine::Combined;
+use crate::config::{Mode, RunConfig};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::math::{argmax, softmax};
-use crate::plan::{Plan, PlannedPrompt};
-use crate::prompt;
+use crate::input::Job;
+use crate::math::argmax;
+use crate::plan;
 use crate::rubric::{Criterion, QuestionKind, Rubric};
-use crate::truncate::{fit_middle, Truncate};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+pub use crate::input::Text;
 
 /// A decision closer than this (top probability minus the runner-up) is flagged as close.
 pub const CLOSE_MARGIN: f64 = 0.10;
 
-/// Which orderings of the options to score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Orderings {
-    /// The order written in the rubric.
-    #[default]
-    Single,
-    /// Every cyclic rotation, averaged by option id.
-    Cyclic,
-}
-
 /// One option's share of a decision.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OptionResult {
     pub id: String,
     pub description: String,
@@ -35,7 +29,7 @@ pub struct OptionResult {
 }
 
 /// The decision on one criterion for one text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CriterionResult {
     pub criterion: String,
     #[serde(rename = "type")]
@@ -58,7 +52,7 @@ pub struct CriterionResult {
 }
 
 /// All decisions for one text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TextResult {
     pub index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,177 +64,87 @@ pub struct TextResult {
     pub truncated_tokens: Option<usize>,
 }
 
-/// A text to score, with an optional id carried into its result.
-#[derive(Debug, Clone)]
-pub struct Text {
-    pub id: Option<String>,
-    pub text: String,
+/// Check a configuration for scoring texts: the readout, no shots (texts have no gold to show).
+pub fn check_config(config: &RunConfig) -> Result<()> {
+    if config.mode != Mode::Readout {
+        return Err(Error::Config("scoring texts reads the letters' logits; --mode generate is for `run`".into()));
+    }
+    if config.shots > 0 {
+        return Err(Error::Config("scoring texts takes no shots: texts have no gold answer to show".into()));
+    }
+    config.to_builder().build().map(|_| ())
 }
 
-/// Score every text against every criterion of the rubric, refusing a text whose prompt is
-/// longer than the model's context. `progress(done, total)` is called after each text; when it
-/// returns false, scoring stops there and the texts scored so far are returned (fewer results
-/// than texts: the caller stopped it).
+/// Score every text against every criterion of the rubric, as `config` says (debias mode,
+/// context policy, levers). `skip`: indices of texts decided already (a resumed job), which are
+/// planned but not read. `on_text(result, done, total)` is called as each text is decided, in
+/// the order they finish; when it returns false, scoring stops after the current pass. Returns
+/// the texts decided, in text order (fewer than asked when stopped or skipped).
 pub fn score_texts(
     engine: &Engine,
     rubric: &Rubric,
     texts: &[Text],
-    orderings: Orderings,
-    progress: &mut dyn FnMut(usize, usize) -> bool,
+    config: &RunConfig,
+    skip: &HashSet<usize>,
+    on_text: &mut dyn FnMut(&TextResult, usize, usize) -> bool,
 ) -> Result<Vec<TextResult>> {
-    score_texts_with(engine, rubric, texts, orderings, Truncate::None, progress)
+    check_config(config)?;
+    let config = config.clone().resolve(engine);
+    let job = Job::from_texts(rubric, texts);
+    let planned = plan::plan(engine, &job, &config)?;
+    let per_text = rubric.criteria.len();
+    let done_rows: HashSet<usize> = (0..job.rows.len()).filter(|ri| skip.contains(&job.rows[*ri].item)).collect();
+    let ids: Vec<String> = job.rows.iter().map(|r| r.id.clone()).collect();
+    let total = texts.len() - skip.iter().filter(|&&t| t < texts.len()).count();
+    let mut decided: BTreeMap<usize, Vec<Option<Combined>>> = BTreeMap::new();
+    let mut results: BTreeMap<usize, TextResult> = BTreeMap::new();
+    let opts = config.pass_options(engine.pass_defaults().group_units);
+    crate::pipeline::execute(
+        engine,
+        opts,
+        &planned,
+        &config,
+        &ids,
+        &done_rows,
+        serde_json::json!({}),
+        &mut |finished, _| {
+            let mut go_on = true;
+            for (ri, c) in finished {
+                let ti = job.rows[ri].item;
+                let slots = decided.entry(ti).or_insert_with(|| vec![None; per_text]);
+                slots[ri - ti * per_text] = Some(c);
+                if slots.iter().all(Option::is_some) {
+                    let combined: Vec<Combined> = decided.remove(&ti).into_iter().flatten().flatten().collect();
+                    let r = text_result(ti, &texts[ti], &rubric.criteria, combined);
+                    go_on &= on_text(&r, results.len() + 1, total);
+                    results.insert(ti, r);
+                }
+            }
+            Ok(go_on)
+        },
+    )?;
+    Ok(results.into_values().collect())
 }
 
-/// [`score_texts`], with a text too long for the context refused ([`Truncate::None`]) or cut
-/// from the middle to fit ([`Truncate::Middle`], recorded in its result's `truncated_tokens`).
-pub fn score_texts_with(
-    engine: &Engine,
-    rubric: &Rubric,
-    texts: &[Text],
-    orderings: Orderings,
-    truncate: Truncate,
-    progress: &mut dyn FnMut(usize, usize) -> bool,
-) -> Result<Vec<TextResult>> {
-    let budget = engine.info().config.context_length;
-    // 1. Every prompt, tokenized, with its letters checked.
-    let mut groups = Vec::with_capacity(texts.len());
-    let mut layouts = Vec::with_capacity(texts.len());
-    let mut cuts = Vec::with_capacity(texts.len());
-    for (ti, t) in texts.iter().enumerate() {
-        let layout: Vec<(usize, Vec<usize>)> = rubric
-            .criteria
-            .iter()
-            .enumerate()
-            .flat_map(|(ci, c)| order_list(c, orderings).into_iter().map(move |ord| (ci, ord)))
-            .collect();
-        let render = |text: &str, ci: usize, ord: &[usize]| -> Result<String> {
-            engine.template().render(&prompt::messages(&[], prompt::user_turn(text, &rubric.criteria[ci], ord)))
-        };
-        let build = |text: &str| -> Result<Vec<PlannedPrompt>> {
-            let mut prompts = Vec::with_capacity(layout.len());
-            for (ci, ord) in &layout {
-                let rendered = render(text, *ci, ord)?;
-                let tokens = engine.tokenizer().encode(&rendered)?;
-                let letters = engine.answer_tokens(&rendered, &tokens, rubric.criteria[*ci].options.len())?;
-                prompts.push(PlannedPrompt { tokens, letters });
-            }
-            Ok(prompts)
-        };
-        let longest = |prompts: &[PlannedPrompt]| -> (usize, usize) {
-            prompts.iter().enumerate().map(|(i, p)| (p.tokens.len(), i)).max().unwrap_or((0, 0))
-        };
-        let mut prompts = build(&t.text)?;
-        let mut cut = None;
-        let (tokens, at) = longest(&prompts);
-        if tokens > budget {
-            let len_at = |text: &str, i: usize| -> Result<usize> {
-                let (ci, ord) = &layout[i];
-                Ok(engine.tokenizer().encode(&render(text, *ci, ord)?)?.len())
-            };
-            let without = len_at("", at)?;
-            let mut refit = None;
-            if truncate == Truncate::Middle && without <= budget {
-                // Cut against the longest prompt; should another still not fit (its tokens merge
-                // differently at the cut), cut against all of them.
-                let fit_build = |f: Option<String>| -> Result<Option<Vec<PlannedPrompt>>> {
-                    match f {
-                        Some(f) => build(&f).map(|p| (longest(&p).0 <= budget).then_some(p)),
-                        None => Ok(None),
-                    }
-                };
-                refit = fit_build(fit_middle(&t.text, budget, &mut |x| len_at(x, at))?)?;
-                if refit.is_none() {
-                    let mut all = |x: &str| (0..layout.len()).try_fold(0, |m, i| Ok(len_at(x, i)?.max(m)));
-                    refit = fit_build(fit_middle(&t.text, budget, &mut all)?)?;
-                }
-            }
-            match refit {
-                Some(p) => {
-                    cut = Some(tokens - longest(&p).0);
-                    prompts = p;
-                }
-                None => {
-                    let what = match &t.id {
-                        Some(id) => format!("text {} (id `{id}`)", ti + 1),
-                        None => format!("text {}", ti + 1),
-                    };
-                    let advice = if truncate == Truncate::Middle || without > budget {
-                        format!("without the text the prompt (system turn, question and options) is still {without} tokens, so cutting the text cannot make it fit: shorten the rubric's questions or use a model with a longer context")
-                    } else {
-                        "shorten the text, or pass --truncate-middle to cut it from the middle (its head and tail are kept)".into()
-                    };
-                    return Err(Error::PromptTooLong {
-                        what,
-                        part: "text",
-                        prompt_tokens: tokens,
-                        state_tokens: tokens.saturating_sub(without),
-                        budget,
-                        reserved: String::new(),
-                        advice,
-                    });
-                }
-            }
-        }
-        groups.push(prompts);
-        layouts.push(layout);
-        cuts.push(cut);
-    }
-    // 2. The tree: root once, each text once, suffixes batched.
-    let plan = Plan::new(groups);
-    let root = engine.extend(&Prefix::empty(), plan.root_tokens())?;
-    let mut results = Vec::with_capacity(texts.len());
-    for (ti, (node, layout)) in plan.nodes.iter().zip(&layouts).enumerate() {
-        let first = &node.prompts[0].tokens;
-        let prefix = engine.extend(&root, &first[plan.root_len..node.prefix_len])?;
-        let suffixes: Vec<Suffix<'_>> =
-            node.prompts.iter().map(|p| Suffix { tokens: &p.tokens[node.prefix_len..], read: &p.letters }).collect();
-        let reads = engine.read(&prefix, &suffixes)?;
-        // 3. Combine orderings by option id.
-        let mut criteria = Vec::with_capacity(rubric.criteria.len());
-        for (ci, c) in rubric.criteria.iter().enumerate() {
-            let mut sum = vec![0.0f64; c.options.len()];
-            let mut picks = Vec::new();
-            let mut mass = Vec::new();
-            for ((_, ord), r) in layout.iter().zip(&reads).filter(|((i, _), _)| *i == ci) {
-                let p = softmax(&r.logits);
-                for (slot, &opt) in ord.iter().enumerate() {
-                    sum[opt] += p[slot];
-                }
-                picks.push(ord[argmax(&p)]);
-                if let Some(m) = r.letter_mass {
-                    mass.push(m as f64);
-                }
-            }
-            let n = picks.len().max(1) as f64;
-            let probs: Vec<f64> = sum.iter().map(|s| s / n).collect();
-            criteria.push(decide(c, &probs, &picks, &mass));
-        }
-        results.push(TextResult { index: ti, id: texts[ti].id.clone(), criteria, truncated_tokens: cuts[ti] });
-        if !progress(ti + 1, texts.len()) {
-            break;
-        }
-    }
-    Ok(results)
+fn text_result(index: usize, text: &Text, criteria: &[Criterion], combined: Vec<Combined>) -> TextResult {
+    let truncated_tokens = combined.iter().filter_map(|c| c.truncated_tokens).max();
+    let criteria = criteria.iter().zip(combined).map(|(c, d)| decide(c, d)).collect();
+    TextResult { index, id: text.id.clone(), criteria, truncated_tokens }
 }
 
-fn order_list(c: &Criterion, orderings: Orderings) -> Vec<Vec<usize>> {
-    match orderings {
-        Orderings::Single => vec![(0..c.options.len()).collect()],
-        Orderings::Cyclic => prompt::rotations(c.options.len()),
-    }
-}
-
-fn decide(c: &Criterion, probs: &[f64], picks: &[usize], mass: &[f64]) -> CriterionResult {
-    let best = argmax(probs);
+fn decide(c: &Criterion, d: Combined) -> CriterionResult {
+    let probs = d.probs.unwrap_or_else(|| vec![0.0; c.options.len()]);
+    let best = argmax(&probs);
     let runner_up = probs.iter().enumerate().filter(|(i, _)| *i != best).map(|(_, p)| *p).fold(0.0, f64::max);
     let margin = probs[best] - runner_up;
+    let mass: Vec<f64> = d.orderings.iter().filter_map(|o| o.letter_mass).collect();
     CriterionResult {
         criterion: c.name.clone(),
         kind: c.kind,
         options: c
             .options
             .iter()
-            .zip(probs)
+            .zip(&probs)
             .map(|(o, p)| OptionResult { id: o.id.clone(), description: o.description.clone(), probability: *p })
             .collect(),
         chosen: c.options[best].id.clone(),
@@ -249,7 +153,7 @@ fn decide(c: &Criterion, probs: &[f64], picks: &[usize], mass: &[f64]) -> Criter
             .then(|| probs.iter().enumerate().map(|(i, p)| i as f64 * p).sum()),
         margin,
         close: margin < CLOSE_MARGIN,
-        order_unstable: (picks.len() > 1).then(|| picks.iter().any(|p| *p != picks[0])),
+        order_unstable: d.order_unstable,
         letter_mass: (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64),
     }
 }

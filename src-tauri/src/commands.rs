@@ -3,13 +3,14 @@
 //! which name the file, line or field.
 
 use crate::state::{AppState, Settings};
+use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::metrics::Comparison;
 use readout::results::{default_name, ResultFile, Status};
 use readout::rubric::Rubric;
-use readout::run::{default_config, Control, Mode, Progress, RunInput};
-use readout::score::{score_texts as score, Orderings, Text, TextResult};
+use readout::run::{Control, Progress, RunInput};
+use readout::score::{score_texts as score, Text, TextResult};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -80,11 +81,8 @@ pub async fn score_texts(
     on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
     let rubric = Rubric::parse(&rubric.to_string(), Path::new("(rubric)")).map_err(msg)?;
-    let orderings = match debias.as_deref() {
-        None | Some("none") => Orderings::Single,
-        Some("cyclic") => Orderings::Cyclic,
-        Some(o) => return Err(format!("debias `{o}` is not offered for scoring texts (none or cyclic)")),
-    };
+    let debias: DebiasMode = debias.as_deref().unwrap_or("none").parse()?;
+    let config = RunConfig::builder().debias(debias).build().map_err(msg)?;
     let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
     if texts.iter().all(|t| t.text.trim().is_empty()) {
         return Err("there is no text to score; paste one or open a file".into());
@@ -94,7 +92,7 @@ pub async fn score_texts(
     let engine = state.engine(model.as_deref())?;
     // Stopped (`cancel_run`): the texts scored so far come back, fewer than were sent.
     tauri::async_runtime::spawn_blocking(move || {
-        score(&engine, &rubric, &texts, orderings, &mut |done, total| {
+        score(&engine, &rubric, &texts, &config, &Default::default(), &mut |_, done, total| {
             let _ = on_progress.send(ScoreProgress { done, total });
             !cancel.load(Ordering::SeqCst)
         })
@@ -263,21 +261,19 @@ pub async fn run_eval(
     let t0 = std::time::Instant::now();
     let engine = state.engine(request.model.as_deref())?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    let mut config = default_config(mode, request.shots.unwrap_or(0), debias);
-    config.levers.prune_head = request.prune_head.unwrap_or(false);
-    config.levers.prefix_tree = request.prefix_tree.unwrap_or(config.levers.prefix_tree);
-    config.levers.batched_suffixes = request.batched_suffixes.unwrap_or(config.levers.batched_suffixes);
-    config.levers.trim = request.trim.unwrap_or(config.levers.trim);
+    let mut b = RunConfig::builder().mode(mode).shots(request.shots.unwrap_or(0)).debias(debias);
+    b = b.prune_head(request.prune_head.unwrap_or(false));
+    b = b.prefix_tree(request.prefix_tree.unwrap_or(true));
+    b = b.batched_suffixes(request.batched_suffixes.unwrap_or(true));
+    b = b.trim(request.trim.unwrap_or(true));
     if let Some(n) = request.pass_tokens {
-        if n == 0 {
-            return Err("Tokens per pass must be at least 1.".to_string());
-        }
-        config.levers.pass_tokens = n;
+        b = b.pass_tokens(n);
     }
     if let Some(p) = request.prompt.as_deref() {
-        let v: readout::prompt::PromptVersion = p.parse()?;
-        config.prompt_version = v.as_str().to_string();
+        b = b.prompt_version(p.parse()?);
     }
+    b = b.matmul(engine.info().matmul);
+    let mut config = b.build().map_err(msg)?;
     let bench = state.settings().bench_dir;
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // The run keeps its partial file up to date as the CLI does (a crash loses about a second),
@@ -287,13 +283,7 @@ pub async fn run_eval(
         Some(true) => {
             let partial = ResultFile::load(&checkpoint)
                 .map_err(|e| format!("there is no partial run of these options to resume ({e})"))?;
-            if partial.model.sha256 != engine.sha256().map_err(msg)? {
-                return Err(format!(
-                    "{} was run with another model ({}); choose that model to resume it",
-                    checkpoint.display(),
-                    partial.model.file
-                ));
-            }
+            config = readout::run::resume_config(&engine, &partial, &checkpoint).map_err(msg)?;
             Some(partial)
         }
         _ => None,

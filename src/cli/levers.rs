@@ -8,7 +8,7 @@ use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::levers::{markdown, row, variants, LeverRow};
 use readout::results::{default_name, write_atomic};
-use readout::run::{default_config, run, Control, Mode, RunInput};
+use readout::run::{run, Control, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -38,10 +38,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    let mut base = default_config(Mode::Readout, sel.shots, sel.debias);
-    base.shot_seed = sel.shot_seed;
-    base.truncate = sel.truncate();
-    let base = readout::run::resolve_levers(&engine, base);
+    let base = sel.builder().build()?.resolve(&engine);
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
     let stop = AtomicBool::new(false);

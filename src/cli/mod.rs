@@ -78,13 +78,22 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
-    /// What to do with a state too long for the context.
-    pub fn truncate(&self) -> readout::truncate::Truncate {
-        if self.truncate_middle {
-            readout::truncate::Truncate::Middle
-        } else {
-            readout::truncate::Truncate::None
-        }
+    /// The configuration these options set, for the subcommand to add its own and build.
+    pub fn builder(&self) -> readout::config::ConfigBuilder {
+        readout::config::RunConfig::builder()
+            .shots(self.shots)
+            .shot_seed(self.shot_seed)
+            .debias(self.debias)
+            .truncate(truncate(self.truncate_middle))
+    }
+}
+
+/// What to do with a state too long for the context (`--truncate-middle`).
+pub fn truncate(middle: bool) -> readout::truncate::Truncate {
+    if middle {
+        readout::truncate::Truncate::Middle
+    } else {
+        readout::truncate::Truncate::None
     }
 }
 

@@ -5,7 +5,7 @@ use super::{ModelArgs, SelectArgs};
 use anyhow::Result;
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
-use readout::run::{default_config, prompt_texts, Mode};
+use readout::run::prompt_texts;
 use std::io::Write;
 
 #[derive(Args)]
@@ -20,9 +20,7 @@ pub fn run(a: PromptsArgs) -> Result<i32> {
     let sel = &a.select;
     let set =
         EvalSet::load(&sel.evalset, &LoadOptions { limit: None, family: sel.family.clone(), ..Default::default() })?;
-    let mut config = default_config(Mode::Readout, sel.shots, sel.debias);
-    config.shot_seed = sel.shot_seed;
-    config.truncate = sel.truncate();
+    let config = sel.builder().matmul(a.model.matmul).build()?;
     readout::run::check_input(&set, &config, sel.limit)?;
     let engine = a.model.load()?;
     let mut out = std::io::stdout().lock();

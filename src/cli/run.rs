@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::results::{default_name, unused_path, ResultFile, Status};
-use readout::run::{default_config, run, Control, Mode, Progress, RunInput};
+use readout::run::{run, Control, Mode, Progress, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -75,62 +75,31 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             sel.evalset.display()
         );
     }
-    let mut config = default_config(a.mode, sel.shots, sel.debias);
-    config.shot_seed = sel.shot_seed;
-    config.truncate = sel.truncate();
-    config.prompt_version = a.prompt.as_str().to_string();
-    config.levers.prune_head = a.prune_head;
-    config.levers.prefix_tree = !a.no_prefix_tree;
-    config.levers.batched_suffixes = !a.no_batch;
-    config.levers.trim = !a.no_trim;
-    config.levers.pass_tokens = a.pass_tokens;
+    let mut config = sel
+        .builder()
+        .mode(a.mode)
+        .prompt_version(a.prompt)
+        .prune_head(a.prune_head)
+        .prefix_tree(!a.no_prefix_tree)
+        .batched_suffixes(!a.no_batch)
+        .trim(!a.no_trim)
+        .pass_tokens(a.pass_tokens)
+        .group_units(a.group_units)
+        .side_by_side(a.side_by_side)
+        .matmul(a.model.matmul)
+        .build()?;
     // The set's rows and shots are checked before the model loads: a bad input costs no load.
     readout::run::check_input(&set, &config, sel.limit)?;
+    let resume = match &a.resume {
+        Some(p) => Some(ResultFile::load(p)?),
+        None => None,
+    };
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    config.levers.group_units = a.group_units;
-    config.levers.side_by_side = a.side_by_side;
-    config = readout::run::resolve_levers(&engine, config);
-    let resume = match &a.resume {
-        Some(p) => {
-            let r = ResultFile::load(p)?;
-            if r.status == Status::Complete {
-                return Err(readout::Error::Config(format!(
-                    "{} is already complete; nothing to resume (run again with --out and --force to redo it)",
-                    p.display()
-                ))
-                .into());
-            }
-            // The matmul kernels are chosen when the model loads: resuming with others would
-            // mix two kernels' numbers in one file.
-            if r.config.levers.matmul != config.levers.matmul {
-                return Err(readout::Error::Config(format!(
-                    "{} was run with --matmul {}; resume it with --matmul {}",
-                    p.display(),
-                    r.config.levers.matmul.as_str(),
-                    r.config.levers.matmul.as_str()
-                ))
-                .into());
-            }
-            // So are the weights' form and the activations' width.
-            let info = engine.info();
-            if (r.model.weights.as_str(), r.model.activations.as_str()) != (info.weights.as_str(), info.activations) {
-                let int8 = if r.model.activations == "int8" { " --int8-activations" } else { "" };
-                return Err(readout::Error::Config(format!(
-                    "{} was run with {} weights and {} activations; resume it with --weights {}{int8}",
-                    p.display(),
-                    r.model.weights,
-                    r.model.activations,
-                    r.model.weights,
-                ))
-                .into());
-            }
-            config = readout::run::resolve_levers(&engine, r.config.clone());
-            Some(r)
-        }
-        None => None,
-    };
+    if let (Some(r), Some(p)) = (&resume, &a.resume) {
+        config = readout::run::resume_config(&engine, r, p)?;
+    }
     let out = match (&a.resume, &a.out) {
         (Some(p), _) => p.clone(),
         (None, Some(o)) => o.clone(),

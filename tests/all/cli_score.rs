@@ -62,7 +62,9 @@ fn scores_a_texts_file_one_line_per_text_and_a_table() {
 
 #[test]
 fn texts_scored_together_equal_texts_scored_alone() {
-    // The shared-prefix plan must not change any number.
+    // Sharing prefixes must not change the numbers beyond float rounding: scored together, the
+    // texts' common head is a unit of its own (alone it is part of the text's unit), so its
+    // attention rows are shorter and their sums are taken in another order (about 1e-4 apart).
     let m = model_arg();
     let a = "Refund me now.";
     let b = "Where do I change my email address?";
@@ -74,7 +76,7 @@ fn texts_scored_together_equal_texts_scored_alone() {
     for (x, y) in second["criteria"].as_array().unwrap().iter().zip(single["criteria"].as_array().unwrap()) {
         for (p, q) in x["options"].as_array().unwrap().iter().zip(y["options"].as_array().unwrap()) {
             let d = (p["probability"].as_f64().unwrap() - q["probability"].as_f64().unwrap()).abs();
-            assert!(d < 1e-4, "{d}");
+            assert!(d < 1e-3, "{d}");
         }
     }
 }
@@ -132,12 +134,17 @@ fn scoring_stops_after_the_text_where_progress_says_so() {
         .map(|t| readout::score::Text { id: None, text: t.to_string() })
         .collect();
     let mut seen = Vec::new();
+    // Small passes, so that the texts finish in passes of their own.
+    let config = readout::config::RunConfig::builder().pass_tokens(8).build().unwrap();
     let out =
-        readout::score::score_texts(&engine, &rubric, &texts, readout::score::Orderings::Single, &mut |done, total| {
-            seen.push((done, total));
+        readout::score::score_texts(&engine, &rubric, &texts, &config, &Default::default(), &mut |r, done, total| {
+            seen.push((r.index, done, total));
             done < 2
         })
         .unwrap();
-    assert_eq!(seen, vec![(1, 3), (2, 3)]);
-    assert_eq!(out.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1]);
+    // Texts finish in the prompt tree's order, which is not the texts' order.
+    assert_eq!(seen.iter().map(|&(_, done, total)| (done, total)).collect::<Vec<_>>(), vec![(1, 3), (2, 3)]);
+    let mut first_two: Vec<usize> = seen.iter().map(|&(i, _, _)| i).collect();
+    first_two.sort();
+    assert_eq!(out.iter().map(|r| r.index).collect::<Vec<_>>(), first_two);
 }

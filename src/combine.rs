@@ -1,0 +1,129 @@
+//! The pipeline's fourth stage: a row's readings become one decision. Each ordering's letter
+//! probabilities are adjusted as the debias mode says (content-free calibration, the PriDe
+//! prior), mapped from letter slots to options, and averaged by option; generation takes the
+//! parsed letter. The math is in [`crate::debias`]; this module applies it to a row.
+
+use crate::config::{Mode, RunConfig};
+use crate::debias::{self, DebiasMode};
+use crate::exec::Reading;
+use crate::math::{argmax, softmax};
+use crate::plan::{Planned, Variant};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// One ordering of a row as scored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OrderingRecord {
+    /// Slot → option index: letter `A` showed option `order[0]`.
+    pub order: Vec<usize>,
+    /// Softmax over the letters, by slot (readout); one-hot on the parsed letter (generate).
+    pub letter_probs: Vec<f64>,
+    /// Share of the full next-token distribution on the letters, when the full head was computed.
+    pub letter_mass: Option<f64>,
+    /// The generated reply (generate mode).
+    pub reply: Option<String>,
+    pub prompt_sha256: String,
+}
+
+/// A row's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combined {
+    pub orderings: Vec<OrderingRecord>,
+    /// Probabilities by option index; `None` for an invalid generated reply.
+    pub probs: Option<Vec<f64>>,
+    pub predicted: Option<usize>,
+    /// Whether the top option changed between orderings; `None` when one ordering was scored.
+    pub order_unstable: Option<bool>,
+    /// Tokens the row's longest prompt lost when its state was cut from the middle.
+    pub truncated_tokens: Option<usize>,
+}
+
+/// PriDe's prior by option count, from the readings of its sample rows (every permutation).
+pub fn pride_prior(planned: &Planned, readings: &HashMap<usize, Reading>) -> BTreeMap<usize, Vec<f64>> {
+    let mut by_n: BTreeMap<usize, Vec<debias::PrideRow>> = BTreeMap::new();
+    for &ri in &planned.pride_sample {
+        let ords = &planned.row_orderings[ri];
+        let probs: Vec<Vec<f64>> = planned
+            .prompts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.row == ri)
+            .filter_map(|(pi, _)| readings.get(&pi).map(|r| softmax(&r.logits)))
+            .collect();
+        if probs.len() == ords.len() {
+            by_n.entry(ords[0].len()).or_default().push((ords.clone(), probs));
+        }
+    }
+    by_n.into_iter().map(|(n, s)| (n, debias::pride_prior(&s))).collect()
+}
+
+/// Combine the readings of row `ri`'s prompts.
+pub fn combine_row(
+    ri: usize,
+    n_options: usize,
+    planned: &Planned,
+    readings: &HashMap<usize, Reading>,
+    config: &RunConfig,
+    pride_prior: &BTreeMap<usize, Vec<f64>>,
+) -> Combined {
+    let n = n_options;
+    let ords = &planned.row_orderings[ri];
+    let mine: Vec<(usize, &crate::plan::Prompt)> =
+        planned.prompts.iter().enumerate().filter(|(_, s)| s.row == ri).collect();
+    let mut orderings = Vec::with_capacity(ords.len());
+    let mut option_probs: Vec<Vec<f64>> = Vec::with_capacity(ords.len());
+    let mut generated: Option<Option<usize>> = None;
+    for (k, ord) in ords.iter().enumerate() {
+        let Some((pi, spec)) = mine.iter().find(|(_, s)| s.variant == Variant::Real(k)) else { continue };
+        let reading = readings.get(pi).cloned().unwrap_or_default();
+        let slot_probs = match config.mode {
+            Mode::Readout => softmax(&reading.logits),
+            Mode::Generate => {
+                generated = Some(reading.parsed.map(|s| ord[s]));
+                (0..n).map(|s| if reading.parsed == Some(s) { 1.0 } else { 0.0 }).collect()
+            }
+        };
+        let adjusted = match config.debias {
+            DebiasMode::Calibrate => {
+                let cf: Vec<Vec<f64>> = mine
+                    .iter()
+                    .filter(|(_, s)| matches!(s.variant, Variant::ContentFree(_, kk) if kk == k))
+                    .filter_map(|(p, _)| readings.get(p).map(|x| softmax(&x.logits)))
+                    .collect();
+                debias::calibrate(&slot_probs, &cf)
+            }
+            DebiasMode::Pride if ords.len() == 1 => match pride_prior.get(&n) {
+                Some(prior) => debias::pride_debias(&slot_probs, prior),
+                None => slot_probs.clone(),
+            },
+            _ => slot_probs.clone(),
+        };
+        option_probs.push(debias::to_option_space(&adjusted, ord));
+        orderings.push(OrderingRecord {
+            order: ord.clone(),
+            letter_probs: slot_probs,
+            letter_mass: reading.mass.map(|m| m as f64),
+            reply: reading.reply.clone(),
+            prompt_sha256: spec.sha.clone(),
+        });
+    }
+    let (probs, predicted) = match generated {
+        Some(None) => (None, None),
+        Some(Some(opt)) => {
+            let p: Vec<f64> = (0..n).map(|i| if i == opt { 1.0 } else { 0.0 }).collect();
+            (Some(p), Some(opt))
+        }
+        None => {
+            let p = debias::average(&option_probs);
+            let best = argmax(&p);
+            (Some(p), Some(best))
+        }
+    };
+    Combined {
+        orderings,
+        probs,
+        predicted,
+        order_unstable: debias::order_unstable(&option_probs),
+        truncated_tokens: planned.cuts.get(&ri).copied(),
+    }
+}

@@ -1,0 +1,275 @@
+//! The one configuration of a job: everything that decides its numbers, built once through
+//! [`ConfigBuilder`] (which checks the combination), then read-only. `run` and `score` take the
+//! same [`RunConfig`]; a run records it whole in its result file, so every field is typed and
+//! every setting that changes a number is here — the engine's switches included, as [`Levers`].
+//!
+//! Two levers depend on the device (`group_units`, `side_by_side`): a configuration may leave
+//! them to it (`None`), and [`RunConfig::resolve`] fills them in once the engine is loaded, as
+//! the result file records them.
+
+use crate::debias::{self, DebiasMode};
+use crate::engine::{Engine, MatmulPath, PassOptions};
+use crate::error::{Error, Result};
+use crate::prompt::PromptVersion;
+use crate::truncate::Truncate;
+use serde::{Deserialize, Serialize};
+
+/// How an answer is read from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Softmax over the letter logits at the answer position.
+    #[default]
+    Readout,
+    /// Greedy decoding of a few tokens; the first valid letter is the answer.
+    Generate,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Readout => "readout",
+            Mode::Generate => "generate",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "readout" => Ok(Mode::Readout),
+            "generate" => Ok(Mode::Generate),
+            o => Err(format!("unknown mode `{o}` (expected readout or generate)")),
+        }
+    }
+}
+
+/// The speed levers in force.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Levers {
+    /// Shared prefixes computed once (the prompt tree).
+    pub prefix_tree: bool,
+    /// All suffixes of one prefix in one forward pass.
+    pub batched_suffixes: bool,
+    /// Logits only at the answer position.
+    pub trim: bool,
+    /// LM head cut to the answer letters.
+    pub prune_head: bool,
+    /// `dense`, `quantized` or `auto`: the kernels the model was loaded with.
+    pub matmul: MatmulPath,
+    /// Most new tokens per forward pass when units of the prompt tree are batched together.
+    #[serde(default = "default_pass_tokens")]
+    pub pass_tokens: usize,
+    /// Units of one pass on the same parent share one attention (`--group-units`; the
+    /// device's default, on for a GPU, when not given). Absent in files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_units: Option<bool>,
+    /// Two passes at a time (`--side-by-side`; the default: on for a CPU of several threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_by_side: Option<bool>,
+}
+
+pub use crate::engine::DEFAULT_PASS_TOKENS;
+
+/// The engine's [`DEFAULT_PASS_TOKENS`]: the pass size of files written before the lever was
+/// recorded, for serde's defaults.
+pub fn default_pass_tokens() -> usize {
+    DEFAULT_PASS_TOKENS
+}
+
+impl Default for Levers {
+    fn default() -> Self {
+        Levers {
+            prefix_tree: true,
+            batched_suffixes: true,
+            trim: true,
+            prune_head: false,
+            matmul: MatmulPath::Dense,
+            pass_tokens: DEFAULT_PASS_TOKENS,
+            group_units: None,
+            side_by_side: None,
+        }
+    }
+}
+
+/// Everything that decides a job's numbers. Make one with [`RunConfig::builder`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunConfig {
+    pub mode: Mode,
+    pub shots: usize,
+    pub shot_seed: u64,
+    pub debias: DebiasMode,
+    pub prompt_version: PromptVersion,
+    pub max_new_tokens: usize,
+    pub pride_share: f64,
+    pub pride_seed: u64,
+    /// A state too long for the model's context: refused (`none`, and in files written before
+    /// the field) or cut from the middle (`middle`).
+    #[serde(default)]
+    pub truncate: Truncate,
+    pub bootstrap_resamples: usize,
+    pub bootstrap_seed: u64,
+    pub levers: Levers,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            mode: Mode::Readout,
+            shots: 0,
+            shot_seed: 0,
+            debias: DebiasMode::None,
+            prompt_version: PromptVersion::V1,
+            max_new_tokens: 4,
+            pride_share: debias::PRIDE_SHARE,
+            pride_seed: 0,
+            truncate: Truncate::None,
+            bootstrap_resamples: crate::metrics::DEFAULT_RESAMPLES,
+            bootstrap_seed: crate::metrics::DEFAULT_SEED,
+            levers: Levers::default(),
+        }
+    }
+}
+
+impl RunConfig {
+    /// The defaults a user expects, to change and then [`ConfigBuilder::build`].
+    pub fn builder() -> ConfigBuilder {
+        ConfigBuilder { cfg: RunConfig::default() }
+    }
+
+    /// A builder starting from this configuration (a variant of it).
+    pub fn to_builder(&self) -> ConfigBuilder {
+        ConfigBuilder { cfg: self.clone() }
+    }
+
+    /// This configuration with the levers the device decides made concrete, as the result file
+    /// records them, and the matmul kernels the engine was loaded with.
+    pub fn resolve(mut self, engine: &Engine) -> RunConfig {
+        self.levers.group_units = Some(self.levers.group_units.unwrap_or(engine.pass_defaults().group_units));
+        self.levers.side_by_side =
+            Some(self.levers.side_by_side.unwrap_or_else(|| engine.device().is_cpu() && engine.threads() > 1));
+        self.levers.matmul = engine.info().matmul;
+        self
+    }
+
+    /// The engine's pass options as the levers set them (the device's grouping when unresolved).
+    pub fn pass_options(&self, engine_default_group_units: bool) -> PassOptions {
+        let l = &self.levers;
+        PassOptions {
+            prune_head: l.prune_head,
+            trim: l.trim,
+            pass_tokens: l.pass_tokens,
+            group_units: l.group_units.unwrap_or(engine_default_group_units),
+        }
+    }
+}
+
+/// Builds a [`RunConfig`], checking the combination once, in [`ConfigBuilder::build`].
+#[derive(Debug, Clone)]
+pub struct ConfigBuilder {
+    cfg: RunConfig,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => $($field:ident).+;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, v: $ty) -> Self {
+                self.cfg.$($field).+ = v;
+                self
+            }
+        )*
+    };
+}
+
+impl ConfigBuilder {
+    setters! {
+        /// Readout (letter logits) or generate (greedy decoding).
+        mode: Mode => mode;
+        /// Worked examples before each scored item.
+        shots: usize => shots;
+        /// Seed for choosing the shots.
+        shot_seed: u64 => shot_seed;
+        /// How orderings are scored and combined.
+        debias: DebiasMode => debias;
+        /// The prompt layout.
+        prompt_version: PromptVersion => prompt_version;
+        /// Tokens generated at most per prompt (generate mode).
+        max_new_tokens: usize => max_new_tokens;
+        /// Share of rows PriDe scores in every ordering to estimate its prior.
+        pride_share: f64 => pride_share;
+        /// Seed for PriDe's sample.
+        pride_seed: u64 => pride_seed;
+        /// A state too long for the context: refused or cut from the middle.
+        truncate: Truncate => truncate;
+        /// Bootstrap resamples for the accuracy interval.
+        bootstrap_resamples: usize => bootstrap_resamples;
+        /// Seed for the bootstrap.
+        bootstrap_seed: u64 => bootstrap_seed;
+        /// Every lever at once.
+        levers: Levers => levers;
+        /// Shared prefixes computed once.
+        prefix_tree: bool => levers.prefix_tree;
+        /// All suffixes of a prefix in one pass.
+        batched_suffixes: bool => levers.batched_suffixes;
+        /// Logits only at the answer position.
+        trim: bool => levers.trim;
+        /// The LM head cut to the answer letters.
+        prune_head: bool => levers.prune_head;
+        /// The matmul kernels the model is loaded with (recorded; the engine applies them).
+        matmul: MatmulPath => levers.matmul;
+        /// Most new tokens per forward pass.
+        pass_tokens: usize => levers.pass_tokens;
+        /// Units on one parent share one attention (`None`: the device's default).
+        group_units: Option<bool> => levers.group_units;
+        /// Two passes at a time (`None`: the device's default).
+        side_by_side: Option<bool> => levers.side_by_side;
+    }
+
+    /// The configuration, or what is wrong with the combination and how to fix it.
+    pub fn build(self) -> Result<RunConfig> {
+        let c = self.cfg;
+        let bad = |m: String| Err(Error::Config(m));
+        if c.mode == Mode::Generate && c.debias != DebiasMode::None {
+            return bad("generate mode reads one ordering; use --debias none with --mode generate".into());
+        }
+        if c.mode == Mode::Generate && c.max_new_tokens == 0 {
+            return bad("generate mode needs at least one new token".into());
+        }
+        if c.levers.pass_tokens == 0 {
+            return bad("tokens per pass (--pass-tokens) must be at least 1".into());
+        }
+        if !(c.pride_share > 0.0 && c.pride_share <= 1.0) {
+            return bad(format!("the PriDe share must be in (0, 1], not {}", c.pride_share));
+        }
+        if c.bootstrap_resamples == 0 {
+            return bad("the bootstrap needs at least one resample".into());
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_refuses_what_cannot_run() {
+        let e = RunConfig::builder().mode(Mode::Generate).debias(DebiasMode::Cyclic).build().unwrap_err();
+        assert!(e.to_string().contains("--debias none"), "{e}");
+        assert!(RunConfig::builder().pass_tokens(0).build().is_err());
+        assert!(RunConfig::builder().pride_share(0.0).build().is_err());
+        let c = RunConfig::builder().shots(3).debias(DebiasMode::Cyclic).prune_head(true).build().unwrap();
+        assert_eq!((c.shots, c.debias, c.levers.prune_head, c.levers.pass_tokens), (3, DebiasMode::Cyclic, true, 1024));
+    }
+
+    #[test]
+    fn prompt_version_is_written_as_its_name() {
+        let c = RunConfig::builder().prompt_version(PromptVersion::TerseV1).build().unwrap();
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["prompt_version"], "readout-terse-v1");
+        let back: RunConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c);
+    }
+}

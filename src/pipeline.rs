@@ -1,0 +1,119 @@
+//! The stages of a job in order, once it is planned: exec reads the prompts other rows depend
+//! on first (PriDe's sample, the content-free calibration prompts), then the rows', and combine
+//! finishes each row as its last prompt is read, handing it to the caller. `run` (eval sets,
+//! with gold) and `score` (texts, without) both go through here, so both get every debias mode,
+//! resuming and stopping.
+
+use crate::combine::{self, Combined};
+use crate::config::RunConfig;
+use crate::debias::DebiasMode;
+use crate::engine::PassOptions;
+use crate::error::Result;
+use crate::exec::{self, Forward, Reading, Work};
+use crate::plan::{Planned, Variant};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// What a job has done so far.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Extra state a debias mode needs (the PriDe prior by option count, its sample row ids).
+    pub debias_state: serde_json::Value,
+    /// Tokens computed and unique tokens of the trees walked.
+    pub work: Work,
+}
+
+/// Called after every pass with the rows it finished (often none); returns false to stop.
+pub type OnRows<'a> = dyn FnMut(Vec<(usize, Combined)>, &Tally) -> Result<bool> + 'a;
+
+/// Execute a planned job. `done`: rows finished already (a resumed job), whose prompts are not
+/// read again; `debias_state`: what the earlier part of a resumed job found (its PriDe prior).
+/// Returns the tally; `work.stopped` when `on_rows` stopped it.
+#[allow(clippy::too_many_arguments)]
+pub fn execute<F: Forward>(
+    model: &F,
+    opts: PassOptions,
+    planned: &Planned,
+    config: &RunConfig,
+    row_ids: &[String],
+    done: &HashSet<usize>,
+    debias_state: serde_json::Value,
+    on_rows: &mut OnRows<'_>,
+) -> Result<Tally> {
+    let prompts = &planned.prompts;
+    let is_done = |pi: usize| done.contains(&prompts[pi].row);
+    let mut readings: HashMap<usize, Reading> = HashMap::new();
+    let mut tally = Tally { debias_state, work: Work::default() };
+    let add = |t: &mut Tally, w: Work| {
+        t.work.computed += w.computed;
+        t.work.unique += w.unique;
+        t.work.stopped |= w.stopped;
+    };
+    let n_options = |ri: usize| planned.row_orderings[ri].first().map_or(0, |o| o.len());
+    // 1. What other rows depend on. By option count, in order, so that the file's
+    // `debias_state` is the same from run to run.
+    let pride_prior: BTreeMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
+        let sample: HashSet<usize> = planned.pride_sample.iter().copied().collect();
+        let idx: Vec<usize> = (0..prompts.len()).filter(|&i| sample.contains(&prompts[i].row)).collect();
+        let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
+        add(&mut tally, w);
+        match serde_json::from_value::<BTreeMap<usize, Vec<f64>>>(tally.debias_state["prior"].clone()) {
+            Ok(p) if !p.is_empty() => p,
+            _ => {
+                let prior = combine::pride_prior(planned, &readings);
+                tally.debias_state = serde_json::json!({
+                    "prior": prior,
+                    "sample_rows": planned.pride_sample.iter().map(|&i| row_ids[i].clone()).collect::<Vec<_>>(),
+                });
+                prior
+            }
+        }
+    } else {
+        BTreeMap::new()
+    };
+    if config.debias == DebiasMode::Calibrate {
+        let idx: Vec<usize> =
+            (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::ContentFree(..))).collect();
+        let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
+        add(&mut tally, w);
+    }
+    let finish = |ri: usize, readings: &HashMap<usize, Reading>| {
+        (ri, combine::combine_row(ri, n_options(ri), planned, readings, config, &pride_prior))
+    };
+    // 2. The rows, finishing one by one.
+    let mut remaining: HashMap<usize, usize> = HashMap::new();
+    let mut todo: Vec<usize> = Vec::new();
+    for (pi, s) in prompts.iter().enumerate() {
+        if matches!(s.variant, Variant::Real(_)) && !planned.pride_sample.contains(&s.row) {
+            if !is_done(pi) {
+                *remaining.entry(s.row).or_default() += 1;
+            }
+            todo.push(pi);
+        }
+    }
+    // Rows whose prompts were all read in phase 1 (PriDe's sample) finish now.
+    let rows = planned.row_orderings.len();
+    let now: Vec<(usize, Combined)> =
+        (0..rows).filter(|i| !done.contains(i) && !remaining.contains_key(i)).map(|ri| finish(ri, &readings)).collect();
+    if !now.is_empty() && !on_rows(now, &tally)? {
+        tally.work.stopped = true;
+        return Ok(tally);
+    }
+    let before = tally.clone();
+    let mut on_batch = |read: &[usize], readings: &HashMap<usize, Reading>| -> Result<bool> {
+        let mut finished = Vec::new();
+        for &pi in read {
+            let ri = prompts[pi].row;
+            if let Some(n) = remaining.get_mut(&ri) {
+                *n -= 1;
+                if *n == 0 {
+                    remaining.remove(&ri);
+                    finished.push(finish(ri, readings));
+                }
+            }
+        }
+        on_rows(finished, &before)
+    };
+    let w = exec::exec(model, config, opts, prompts, &todo, &is_done, &mut readings, &mut on_batch)?;
+    add(&mut tally, w);
+    Ok(tally)
+}
