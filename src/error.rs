@@ -98,16 +98,16 @@ pub enum GgufProblem {
     #[error("a boolean must be 0 or 1, not {0}: the file is corrupt; download it again")]
     Bool(u8),
 
-    #[error("arrays nested {0} deep; Readout reads at most {max} levels: the file is corrupt or not a model; download it again", max = crate::engine::gguf::MAX_NESTING)]
-    Nesting(usize),
+    #[error("arrays nested {depth} deep; Readout reads at most {max} levels: the file is corrupt or not a model; download it again")]
+    Nesting { depth: usize, max: usize },
 
     #[error(
         "`{0}` is given twice; a GGUF names each key and tensor once: the file is corrupt; convert the model again"
     )]
     Duplicate(String),
 
-    #[error("{0} dimensions; a GGUF tensor has at most {max}: the file is corrupt; download it again", max = crate::engine::gguf::MAX_DIMS)]
-    Dimensions(u32),
+    #[error("{dims} dimensions; a GGUF tensor has at most {max}: the file is corrupt; download it again")]
+    Dimensions { dims: u32, max: u32 },
 
     #[error("a dimension is 0; every dimension of a weight is at least 1: the file is corrupt; download it again")]
     ZeroDimension,
@@ -115,8 +115,8 @@ pub enum GgufProblem {
     #[error("its {what} overflows 64 bits: the file is corrupt; download it again")]
     Overflow { what: &'static str },
 
-    #[error("`general.alignment` is {0}, but it must be a power of two from 1 to {max}: the file is corrupt; convert the model again", max = crate::engine::gguf::MAX_ALIGNMENT)]
-    Alignment(u64),
+    #[error("`general.alignment` is {value}, but it must be a power of two from 1 to {max}: the file is corrupt; convert the model again")]
+    Alignment { value: u64, max: u64 },
 
     #[error("its data ends at byte {end} but the file has only {file_len} bytes: the weights are cut short; download it again (for the default model: `models/fetch`)")]
     PastEnd { end: u64, file_len: u64 },

@@ -118,7 +118,7 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
         let at = |what: &str| format!("tensor `{name}` (tensor {} of {tensor_count}){what}", i + 1);
         let n_dims = r.u32(&|| at("'s dimension count"))?;
         if n_dims > MAX_DIMS {
-            return Err(r.fail(&|| at("'s dimension count"), GgufProblem::Dimensions(n_dims)));
+            return Err(r.fail(&|| at("'s dimension count"), GgufProblem::Dimensions { dims: n_dims, max: MAX_DIMS }));
         }
         let mut dims = Vec::with_capacity(n_dims as usize);
         let mut elements: u64 = 1;
@@ -184,7 +184,7 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
                 path: path.to_path_buf(),
                 field: "metadata `general.alignment`".into(),
                 offset: r.pos,
-                problem: GgufProblem::Alignment(a),
+                problem: GgufProblem::Alignment { value: a, max: MAX_ALIGNMENT },
             })
         }
     };
@@ -383,7 +383,7 @@ impl<R: Read> Reader<'_, R> {
             8 => Value::String(self.string(MAX_STRING_BYTES, "a string's length", field)?),
             9 => {
                 if depth >= MAX_NESTING {
-                    return Err(self.fail(field, GgufProblem::Nesting(depth + 1)));
+                    return Err(self.fail(field, GgufProblem::Nesting { depth: depth + 1, max: MAX_NESTING }));
                 }
                 let elem_ty = self.u32(field)?;
                 let n = self.count(field)?;
@@ -567,7 +567,7 @@ mod tests {
         let (_, p) = problem(&tensor(&[4, 0], 0, 0).0);
         assert_eq!(p, GgufProblem::ZeroDimension);
         let (_, p) = problem(&tensor(&[1, 1, 1, 1, 1], 0, 0).0);
-        assert_eq!(p, GgufProblem::Dimensions(5));
+        assert_eq!(p, GgufProblem::Dimensions { dims: 5, max: MAX_DIMS });
         let (_, p) = problem(&tensor(&[4], 0, u64::MAX - 3).0);
         assert!(matches!(p, GgufProblem::Overflow { .. }), "{p}");
         match parse_err(&tensor(&[32], 9, 0).0) {
@@ -598,14 +598,14 @@ mod tests {
         assert_eq!(problem(&w.0).1, GgufProblem::Duplicate("k".into()));
         let mut w = W::header(0, 1);
         w.str("general.alignment").u32(4).u32(0);
-        assert_eq!(problem(&w.0).1, GgufProblem::Alignment(0));
+        assert_eq!(problem(&w.0).1, GgufProblem::Alignment { value: 0, max: MAX_ALIGNMENT });
         let mut w = W::header(0, 1);
         w.str("n").u32(9);
         for _ in 0..MAX_NESTING {
             w.u32(9).u64(1);
         }
         w.u32(4).u64(0);
-        assert_eq!(problem(&w.0).1, GgufProblem::Nesting(MAX_NESTING + 1));
+        assert_eq!(problem(&w.0).1, GgufProblem::Nesting { depth: MAX_NESTING + 1, max: MAX_NESTING });
         assert!(matches!(parse_err(b""), Error::CorruptGguf { .. }));
         assert!(parse_err(b"GG").to_string().contains("GGUF magic"));
         assert!(parse_err(b"GGUF\x03").to_string().contains("header ends early"));

@@ -148,3 +148,78 @@ fn scoring_stops_after_the_text_where_progress_says_so() {
     first_two.sort();
     assert_eq!(out.iter().map(|r| r.index).collect::<Vec<_>>(), first_two);
 }
+
+#[test]
+fn score_takes_every_debias_mode_that_run_takes() {
+    // Scoring texts is a run without gold: the same orderings and adjustments. The content-free
+    // calibration and PriDe's prior move the probabilities; permutation scores all 3! orderings.
+    let m = model_arg();
+    let json = |debias: &str| -> serde_json::Value {
+        let out =
+            readout(&["score", "-r", RUBRIC, "-t", TEXT, "-t", "Thanks!", "--json", "--debias", debias, "--model", &m]);
+        assert!(out.status.success(), "{debias}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().next().unwrap()).unwrap()
+    };
+    let probs = |v: &serde_json::Value| -> Vec<f64> {
+        v["criteria"][0]["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect()
+    };
+    let none = json("none");
+    assert!(none["criteria"][0]["order_unstable"].is_null(), "one ordering: not checked");
+    for mode in ["cyclic", "permutation", "calibrate", "pride"] {
+        let v = json(mode);
+        let p = probs(&v);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{mode}: {p:?}");
+        assert_ne!(p, probs(&none), "{mode} changed nothing");
+        if mode != "pride" {
+            assert!(v["criteria"][0]["order_unstable"].is_boolean(), "{mode}: {v}");
+        }
+    }
+    let out = readout(&["score", "-r", RUBRIC, "-t", TEXT, "--mode", "generate", "--model", &m]);
+    assert_eq!(out.status.code(), Some(2), "score has no --mode");
+}
+
+#[test]
+fn a_stopped_score_resumes_from_its_out_file_to_the_same_decisions() {
+    let m = model_arg();
+    let dir = tempfile::tempdir().unwrap();
+    let texts = dir.path().join("texts.jsonl");
+    std::fs::write(
+        &texts,
+        (0..6)
+            .map(|i| format!("{{\"id\": \"t{i}\", \"text\": \"Ticket {i}: the app crashes when I pay.\"}}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let t = texts.to_str().unwrap();
+    let whole = readout(&["score", "-r", RUBRIC, "--texts", t, "--json", "--debias", "cyclic", "--model", &m]);
+    assert!(whole.status.success(), "{}", String::from_utf8_lossy(&whole.stderr));
+    // An out file of a job killed after three texts, its last line cut short by the kill.
+    let out = dir.path().join("decisions.jsonl");
+    let lines: Vec<&str> = std::str::from_utf8(&whole.stdout).unwrap().lines().collect();
+    std::fs::write(&out, format!("{}\n{}\n{}", lines[0], lines[2], &lines[4][..40])).unwrap();
+    let o = out.to_str().unwrap();
+    let again =
+        readout(&["score", "-r", RUBRIC, "--texts", t, "--json", "--debias", "cyclic", "--model", &m, "--out", o]);
+    assert_eq!(again.status.code(), Some(1), "an existing --out is kept without --resume");
+    let resumed = readout(&[
+        "score", "-r", RUBRIC, "--texts", t, "--json", "--debias", "cyclic", "--model", &m, "--out", o, "--resume",
+    ]);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(String::from_utf8_lossy(&resumed.stdout), String::from_utf8_lossy(&whole.stdout), "bit for bit");
+    let file = std::fs::read_to_string(&out).unwrap();
+    let mut indices: Vec<u64> = file
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].as_u64().unwrap())
+        .collect();
+    indices.sort();
+    assert_eq!(indices, vec![0, 1, 2, 3, 4, 5], "the out file holds every text once");
+    // Texts that are not the ones the file was made with are refused.
+    std::fs::write(&texts, "{\"id\": \"other\", \"text\": \"x\"}\n").unwrap();
+    let wrong = readout(&["score", "-r", RUBRIC, "--texts", t, "--model", &m, "--out", o, "--resume"]);
+    assert_ne!(wrong.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("not among these texts"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+}
