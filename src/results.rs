@@ -55,6 +55,9 @@ pub struct ModelRecord {
     /// How the KV cache held keys and values: `f16` or `f32` (files written before the field).
     #[serde(default = "f32_name")]
     pub kv_cache: String,
+    /// The hub repository, commit and file of a model named `hf:…` (absent for a path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::hub::ModelSource>,
 }
 
 fn f32_name() -> String {
@@ -305,6 +308,7 @@ impl Header {
                 weights: info.weights.as_str().into(),
                 activations: info.activations.into(),
                 kv_cache: info.kv_cache.as_str().into(),
+                source: info.source.clone(),
             },
             eval_set: EvalSetRecord {
                 name: set.name.clone(),

@@ -79,6 +79,10 @@ pub struct ModelInfo {
     /// missing); for the shell to show. `None` when the requested device was used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_fallback: Option<String>,
+    /// The hub repository and commit the model came from (`--model hf:…`), set by
+    /// [`Engine::set_source`]; `None` for a model named by its path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::hub::ModelSource>,
 }
 
 /// The letter logits read at the end of one suffix.
@@ -210,6 +214,7 @@ impl Engine {
             weights,
             activations: loaded.model.activations(),
             kv_cache,
+            source: None,
         };
         let engine = Engine { info, model: loaded.model, tokenizer, template, sha256: OnceLock::new(), pool };
         if !device.is_cpu() {
@@ -240,6 +245,15 @@ impl Engine {
 
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// Record where the model came from on the hub (result files carry it). A model directory
+    /// from the hub cache is a snapshot folder named by its commit: the repository names it.
+    pub fn set_source(&mut self, source: crate::hub::ModelSource) {
+        if source.file.is_none() {
+            self.info.name = source.hub.rsplit('/').next().unwrap_or(&source.hub).to_string();
+        }
+        self.info.source = Some(source);
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

@@ -1,0 +1,979 @@
+//! Models from the Hugging Face hub: a spec `hf:ORG/REPO[@REVISION][:FILE]` resolved to a local
+//! path (a GGUF file, or a Hugging Face model directory) in the standard Hugging Face cache, so
+//! that files other tools downloaded are found and reused, and files Readout downloads serve them.
+//!
+//! The cache layout is the hub's own: `models--ORG--REPO/` holds `blobs/` (one file per content,
+//! named by its sha256 for LFS files or its git blob id otherwise), `snapshots/COMMIT/PATH` (links
+//! to the blobs) and `refs/BRANCH` (the commit a branch pointed at when last asked). The
+//! `hf-hub` crate (its blocking client) does the download itself: the URL, the token, the
+//! `.part` file resumed with a Range request, the link and the ref. Around it this module adds
+//! what hf-hub leaves out:
+//!
+//! - the cache first: a spec whose files are in the cache resolves with no request at all
+//!   (`HubOptions::refresh` asks the hub which commit the revision is now, as `readout pull` does);
+//! - offline resolution from the cache alone, with an error that names what is missing;
+//! - the files to fetch, from one call to the hub's API (`/api/models/REPO/revision/REV?blobs=true`):
+//!   the commit, every file's size and checksum; without `:FILE`, the GGUF or the directory's files;
+//! - every downloaded file checked against the hub's checksum (sha256 for LFS files, the git blob
+//!   id otherwise); a file that does not match is removed from the cache and refused;
+//! - blobs already in the cache (another commit, another tool) linked instead of downloaded;
+//! - typed errors that say what to do (not found, needs a token, offline, corrupt, network).
+//!
+//! Settings come in [`HubOptions`] (the shell reads `HF_ENDPOINT`, `HF_HOME`, `HF_HUB_CACHE`,
+//! `HF_TOKEN`, `HF_HUB_OFFLINE`); progress goes to a callback. Nothing here prints or reads the
+//! environment. The commit a spec resolved to comes back in [`ModelSource`], which result files
+//! record so that a run can be repeated on exactly the same files.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The public hub.
+pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// The revision asked for when a spec names none.
+pub const DEFAULT_REVISION: &str = "main";
+
+/// What `--model` starts with to name a model on the hub.
+pub const PREFIX: &str = "hf:";
+
+/// The quantisation chosen when a repository holds several GGUF files and the spec names none:
+/// llama.cpp's usual middle ground of size and fidelity.
+pub const PREFERRED_QUANT: &str = "Q4_K_M";
+
+/// A model on the hub: `ORG/REPO`, a revision (branch, tag or commit; `main` when absent) and a
+/// file in it (absent: Readout chooses, see [`resolve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubSpec {
+    pub repo: String,
+    pub revision: Option<String>,
+    pub file: Option<String>,
+}
+
+impl HubSpec {
+    /// Parse `ORG/REPO[@REVISION][:FILE]`, with or without the `hf:` prefix.
+    pub fn parse(text: &str) -> Result<Self> {
+        let s = text.strip_prefix(PREFIX).unwrap_or(text);
+        let bad = |why: &str| {
+            Error::Config(format!(
+                "`{text}` is not a hub model: {why}; write ORG/REPO, ORG/REPO@REVISION, ORG/REPO:FILE or ORG/REPO@REVISION:FILE (e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf)"
+            ))
+        };
+        let (head, file) = match s.split_once(':') {
+            Some((h, f)) => (h, Some(f)),
+            None => (s, None),
+        };
+        let (repo, revision) = match head.split_once('@') {
+            Some((r, v)) => (r, Some(v)),
+            None => (head, None),
+        };
+        let name_ok = |p: &str| {
+            !p.is_empty()
+                && p != "."
+                && p != ".."
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        match repo.split_once('/') {
+            Some((org, name)) if name_ok(org) && name_ok(name) => {}
+            _ => return Err(bad("the repository must be ORG/NAME (letters, digits, `-`, `_`, `.`)")),
+        }
+        if let Some(v) = revision {
+            let ok = !v.is_empty()
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+                && v.split('/').all(name_ok);
+            if !ok {
+                return Err(bad("the revision must be a branch, tag or commit"));
+            }
+        }
+        if let Some(f) = file {
+            if !relative_path_ok(f) {
+                return Err(bad("the file must be a path inside the repository"));
+            }
+        }
+        Ok(HubSpec { repo: repo.to_string(), revision: revision.map(String::from), file: file.map(String::from) })
+    }
+
+    /// `Some` when a `--model` value names a hub model (`hf:…`), with the parse's result.
+    pub fn from_model_arg(text: &str) -> Option<Result<Self>> {
+        text.starts_with(PREFIX).then(|| Self::parse(text))
+    }
+
+    /// The revision asked for (`main` when the spec names none).
+    pub fn revision(&self) -> &str {
+        self.revision.as_deref().unwrap_or(DEFAULT_REVISION)
+    }
+
+    /// The same spec with a file named.
+    pub fn with_file(&self, file: &str) -> Self {
+        HubSpec { file: Some(file.to_string()), ..self.clone() }
+    }
+}
+
+impl std::fmt::Display for HubSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{PREFIX}{}", self.repo)?;
+        if let Some(r) = &self.revision {
+            write!(f, "@{r}")?;
+        }
+        if let Some(p) = &self.file {
+            write!(f, ":{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A path inside a repository: relative, no `..`, no empty parts.
+fn relative_path_ok(p: &str) -> bool {
+    !p.is_empty()
+        && !p.starts_with('/')
+        && !p.contains('\\')
+        && p.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// Where and how to reach the hub, and where its cache is. Built by the shell.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    /// The hub's address ([`DEFAULT_ENDPOINT`], or a mirror; `HF_ENDPOINT` in the CLI).
+    pub endpoint: String,
+    /// The hub cache folder: `HF_HUB_CACHE`, else `HF_HOME/hub`, else `~/.cache/huggingface/hub`.
+    pub cache_dir: PathBuf,
+    /// A token for gated or private repositories (`HF_TOKEN`).
+    pub token: Option<String>,
+    /// Use the cache alone; never a request (`--offline`, `HF_HUB_OFFLINE=1`).
+    pub offline: bool,
+    /// Ask the hub which commit the revision is now even when the cache has the files
+    /// (`readout pull`); otherwise a spec found in the cache makes no request.
+    pub refresh: bool,
+    /// How often a broken download is resumed at once (after a short wait) before giving up; the
+    /// partial file stays for a later attempt either way.
+    pub retries: usize,
+}
+
+impl HubOptions {
+    /// The public hub, no token, online, with the cache at `cache_dir`.
+    pub fn new(cache_dir: PathBuf) -> Self {
+        HubOptions {
+            endpoint: DEFAULT_ENDPOINT.to_string(),
+            cache_dir,
+            token: None,
+            offline: false,
+            refresh: false,
+            retries: 3,
+        }
+    }
+}
+
+/// Where a model came from, as the result file records it: the repository, the commit its
+/// revision resolved to, and the file (absent for a model directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSource {
+    /// `ORG/REPO`.
+    pub hub: String,
+    /// The commit (40 hex digits).
+    pub revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl ModelSource {
+    /// The spec that names exactly these files again: `hf:ORG/REPO@COMMIT[:FILE]`.
+    pub fn pinned(&self) -> HubSpec {
+        HubSpec { repo: self.hub.clone(), revision: Some(self.revision.clone()), file: self.file.clone() }
+    }
+}
+
+/// How one file got into place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetched {
+    /// It was in the snapshot already.
+    Cached,
+    /// Its content was in the cache's blobs (another commit, another tool): linked, not downloaded.
+    Linked,
+    /// Downloaded and checked; `resumed_from` bytes came from an earlier, broken download.
+    Downloaded { resumed_from: u64 },
+}
+
+/// One file of a resolved model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReport {
+    pub name: String,
+    pub size: u64,
+    pub fetched: Fetched,
+}
+
+/// A spec resolved to local files.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The GGUF file, or the model directory (the snapshot), to load.
+    pub path: PathBuf,
+    pub source: ModelSource,
+    pub files: Vec<FileReport>,
+    /// How the file was chosen when the spec named none among several (for the shell to show).
+    pub chosen: Option<String>,
+}
+
+/// A download's progress: `done` of `total` bytes of `file` (`done` starts at the bytes a
+/// resumed download already had).
+#[derive(Debug, Clone, Copy)]
+pub struct DownloadProgress<'a> {
+    pub file: &'a str,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// The folder of a repository in the cache: `CACHE/models--ORG--REPO`.
+pub fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
+    cache_dir.join(hf_hub::Repo::model(repo.to_string()).folder_name())
+}
+
+/// Resolve `spec` to local files: from the cache when they are there (and `refresh` is off),
+/// else from the hub, downloading what is missing. Without a file in the spec, a repository
+/// with GGUF files gives one GGUF (the only one; else the [`PREFERRED_QUANT`] one; else an error
+/// listing them), and one without gives its model directory (config.json, tokenizer files and
+/// safetensors weights: what the loader reads).
+pub fn resolve(spec: &HubSpec, opts: &HubOptions, progress: &mut dyn FnMut(&DownloadProgress<'_>)) -> Result<Resolved> {
+    let dir = repo_dir(&opts.cache_dir, &spec.repo);
+    if !opts.refresh || opts.offline {
+        if let Some(found) = from_cache(spec, &dir)? {
+            return Ok(found);
+        }
+    }
+    if opts.offline {
+        return Err(offline_error(spec, opts, &dir));
+    }
+    let hub = Hub::new(spec, opts)?;
+    let details = hub.details()?;
+    let names: Vec<&str> = details.siblings.iter().map(|s| s.rfilename.as_str()).collect();
+    let (choice, chosen) = choose(spec, &names, &opts.endpoint)?;
+    let snapshot = dir.join("snapshots").join(&details.sha);
+    let mut files = Vec::new();
+    for name in choice.files() {
+        let sibling = details
+            .siblings
+            .iter()
+            .find(|s| s.rfilename == name)
+            .ok_or_else(|| hub.download_error(format!("the hub's file list lost `{name}`")))?;
+        files.push(hub.ensure(&dir, &details.sha, sibling, progress)?);
+    }
+    set_ref(&dir, spec.revision(), &details.sha)?;
+    let (path, file) = match &choice {
+        Choice::File(f) => (snapshot.join(f), Some(f.clone())),
+        Choice::Directory(_) => (snapshot, None),
+    };
+    Ok(Resolved { path, source: ModelSource { hub: spec.repo.clone(), revision: details.sha, file }, files, chosen })
+}
+
+/// What to fetch for a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Choice {
+    /// One file (a GGUF, or the file the spec named).
+    File(String),
+    /// A model directory: these files of the repository.
+    Directory(Vec<String>),
+}
+
+impl Choice {
+    fn files(&self) -> Vec<String> {
+        match self {
+            Choice::File(f) => vec![f.clone()],
+            Choice::Directory(fs) => fs.clone(),
+        }
+    }
+}
+
+/// A multimodal projector (`mmproj-*.gguf`): beside a GGUF model, never the model.
+fn is_projector(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    base.starts_with("mmproj")
+}
+
+/// The files of a Hugging Face model directory the loader reads, out of a repository's `names`;
+/// `Err` with what is missing when they are not all there.
+fn directory_files(names: &[&str]) -> std::result::Result<Vec<String>, String> {
+    let has = |n: &str| names.contains(&n);
+    let mut missing = Vec::new();
+    for need in ["config.json", "tokenizer.json"] {
+        if !has(need) {
+            missing.push(need.to_string());
+        }
+    }
+    let top_level = |n: &&&str| !n.contains('/');
+    let weights: Vec<String> = if has("model.safetensors") {
+        vec!["model.safetensors".to_string()]
+    } else {
+        let mut w: Vec<String> =
+            names.iter().filter(top_level).filter(|n| n.ends_with(".safetensors")).map(|n| n.to_string()).collect();
+        w.sort();
+        w
+    };
+    if weights.is_empty() {
+        missing.push("*.safetensors weights".to_string());
+    }
+    if !missing.is_empty() {
+        return Err(missing.join(", "));
+    }
+    let mut files: Vec<String> = ["config.json", "tokenizer.json"].map(String::from).to_vec();
+    for optional in ["tokenizer_config.json", "chat_template.jinja", "model.safetensors.index.json"] {
+        if has(optional) {
+            files.push(optional.to_string());
+        }
+    }
+    files.extend(weights);
+    Ok(files)
+}
+
+/// Which files a spec needs, out of the repository's (or the cached snapshot's) `names`, and a
+/// note when Readout chose among several GGUF files.
+fn choose(spec: &HubSpec, names: &[&str], endpoint: &str) -> Result<(Choice, Option<String>)> {
+    let ggufs: Vec<&str> = {
+        let mut g: Vec<&str> =
+            names.iter().copied().filter(|n| n.to_ascii_lowercase().ends_with(".gguf") && !is_projector(n)).collect();
+        g.sort();
+        g
+    };
+    if let Some(file) = &spec.file {
+        if names.contains(&file.as_str()) {
+            return Ok((Choice::File(file.clone()), None));
+        }
+        let listed = if ggufs.is_empty() { String::new() } else { format!("; its GGUF files: {}", ggufs.join(", ")) };
+        return Err(Error::HubNotFound {
+            what: format!("file `{file}` of {}", spec.repo),
+            endpoint: endpoint.to_string(),
+            hint: format!("the repository at revision {} has no such file{listed}", spec.revision()),
+        });
+    }
+    match ggufs.len() {
+        1 => return Ok((Choice::File(ggufs[0].to_string()), None)),
+        0 => {}
+        n => {
+            let want = PREFERRED_QUANT.to_ascii_lowercase();
+            let preferred: Vec<&str> =
+                ggufs.iter().copied().filter(|g| g.to_ascii_lowercase().contains(&want)).collect();
+            if let [one] = preferred[..] {
+                let note = format!(
+                    "{} has {n} GGUF files; using {one} ({PREFERRED_QUANT}, chosen when none is named); name another with {}",
+                    spec.repo,
+                    spec.with_file("FILE")
+                );
+                return Ok((Choice::File(one.to_string()), Some(note)));
+            }
+            return Err(Error::HubChoice {
+                spec: spec.to_string(),
+                detail: format!(
+                    "the repository has {n} GGUF files and none is the one {PREFERRED_QUANT}: {}; name one, e.g. {}",
+                    ggufs.join(", "),
+                    spec.with_file(ggufs[0])
+                ),
+            });
+        }
+    }
+    if names.contains(&"config.json") {
+        return match directory_files(names) {
+            Ok(files) => Ok((Choice::Directory(files), None)),
+            Err(missing) => Err(Error::HubChoice {
+                spec: spec.to_string(),
+                detail: format!(
+                    "a Hugging Face model directory, but without {missing}; Readout loads GGUF files, or directories with config.json, tokenizer.json and safetensors weights"
+                ),
+            }),
+        };
+    }
+    Err(Error::HubChoice {
+        spec: spec.to_string(),
+        detail: "the repository has no GGUF file and no config.json: it is not a model Readout loads (look for a GGUF repository of the model)".to_string(),
+    })
+}
+
+/// A full commit id: 40 lowercase hex digits.
+fn is_commit(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The commit a revision points at in the cache: the commit itself when the revision is one and
+/// its snapshot exists, else `refs/REVISION`.
+fn cached_commit(dir: &Path, revision: &str) -> Option<String> {
+    if is_commit(revision) {
+        return dir.join("snapshots").join(revision).is_dir().then(|| revision.to_string());
+    }
+    let text = std::fs::read_to_string(dir.join("refs").join(revision)).ok()?;
+    let commit = text.trim().to_string();
+    is_commit(&commit).then_some(commit)
+}
+
+/// Every file under `root`, as `/`-separated paths relative to it (links followed: a link
+/// whose blob is gone is left out).
+fn list_files(root: &Path) -> Vec<String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path, &rel, out);
+            } else if path.is_file() {
+                out.push(rel);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, "", &mut out);
+    out.sort();
+    out
+}
+
+/// The spec from the cache alone, when its files are there.
+fn from_cache(spec: &HubSpec, dir: &Path) -> Result<Option<Resolved>> {
+    let Some(commit) = cached_commit(dir, spec.revision()) else { return Ok(None) };
+    let snapshot = dir.join("snapshots").join(&commit);
+    let names = list_files(&snapshot);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ggufs = refs.iter().filter(|n| n.to_ascii_lowercase().ends_with(".gguf") && !is_projector(n)).count();
+    let (choice, chosen) = match choose(spec, &refs, "the cache") {
+        Ok(c) => c,
+        // Several GGUF files cached and none named: the hub cannot settle that either.
+        Err(e @ Error::HubChoice { .. }) if spec.file.is_none() && ggufs > 1 => return Err(e),
+        // Not (all) in the cache: the hub may have it.
+        Err(Error::HubNotFound { .. } | Error::HubChoice { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut files = Vec::new();
+    for name in choice.files() {
+        let p = snapshot.join(&name);
+        let size = std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?.len();
+        files.push(FileReport { name, size, fetched: Fetched::Cached });
+    }
+    let (path, file) = match choice {
+        Choice::File(f) => (snapshot.join(&f), Some(f)),
+        Choice::Directory(_) => (snapshot, None),
+    };
+    Ok(Some(Resolved { path, source: ModelSource { hub: spec.repo.clone(), revision: commit, file }, files, chosen }))
+}
+
+fn offline_error(spec: &HubSpec, opts: &HubOptions, dir: &Path) -> Error {
+    let missing = match cached_commit(dir, spec.revision()) {
+        None if dir.is_dir() => {
+            format!(" (the cache has {} but not its revision {})", spec.repo, spec.revision())
+        }
+        None => String::new(),
+        Some(commit) => match &spec.file {
+            Some(f) => format!(" (its snapshot {} has no {f})", &commit[..12]),
+            None => format!(" (its snapshot {} has no GGUF file and no complete model directory)", &commit[..12]),
+        },
+    };
+    Error::HubOffline {
+        spec: spec.to_string(),
+        cache: opts.cache_dir.clone(),
+        missing,
+        hint: format!(
+            "get it while online with `readout pull {}`, then run again",
+            spec.to_string().trim_start_matches(PREFIX)
+        ),
+    }
+}
+
+/// Point `refs/REVISION` at `commit` (a branch or tag; a commit needs no ref).
+fn set_ref(dir: &Path, revision: &str, commit: &str) -> Result<()> {
+    if is_commit(revision) {
+        return Ok(());
+    }
+    let path = dir.join("refs").join(revision);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    std::fs::write(&path, commit).map_err(|e| Error::io(&path, e))
+}
+
+/// The hub's answer about a revision: its commit and its files.
+#[derive(Debug, Deserialize)]
+struct RepoDetails {
+    sha: String,
+    #[serde(default)]
+    siblings: Vec<Sibling>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Sibling {
+    rfilename: String,
+    size: Option<u64>,
+    #[serde(rename = "blobId")]
+    blob_id: Option<String>,
+    lfs: Option<Lfs>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Lfs {
+    sha256: String,
+    size: u64,
+}
+
+impl Sibling {
+    /// The checksum the hub gives for the file, which is also its blob's name in the cache:
+    /// `(name, is_sha256)`.
+    fn checksum(&self) -> Option<(&str, bool)> {
+        match (&self.lfs, &self.blob_id) {
+            (Some(l), _) => Some((l.sha256.as_str(), true)),
+            (None, Some(b)) => Some((b.as_str(), false)),
+            (None, None) => None,
+        }
+    }
+
+    fn size(&self) -> Option<u64> {
+        self.lfs.as_ref().map(|l| l.size).or(self.size)
+    }
+}
+
+/// A blob's checksum as the hub names it: sha256 (64 hex digits) for LFS files, the git blob id
+/// (40) otherwise. `None` for a name that is neither.
+fn checksum_of(path: &Path, name: &str) -> Result<Option<(&'static str, String)>> {
+    use sha1::Digest;
+    let hex_ok = name.bytes().all(|b| b.is_ascii_hexdigit());
+    if hex_ok && name.len() == 64 {
+        return Ok(Some(("sha256", crate::hash::sha256_file(path)?)));
+    }
+    if hex_ok && name.len() == 40 {
+        let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut h = sha1::Sha1::new();
+        h.update(format!("blob {len}\0").as_bytes());
+        std::io::copy(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
+        return Ok(Some(("git blob id", hex::encode(h.finalize()))));
+    }
+    Ok(None)
+}
+
+/// Link `link` (a path under `dir`, the repository's folder) to the blob `target`: relative, as
+/// the hub's tools link them; a copy where links are not allowed.
+fn link_blob(dir: &Path, target: &Path, link: &Path) -> Result<()> {
+    if let Some(parent) = link.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    #[cfg(unix)]
+    {
+        // snapshots/COMMIT/a/b.gguf → ../../../blobs/NAME: one `..` per folder below `dir`.
+        let up = link.strip_prefix(dir).map(|rel| rel.components().count().saturating_sub(1)).unwrap_or(2);
+        let rel = std::iter::repeat_n(std::path::Component::ParentDir.as_os_str(), up)
+            .collect::<PathBuf>()
+            .join("blobs")
+            .join(target.file_name().unwrap_or_default());
+        std::os::unix::fs::symlink(&rel, link).map_err(|e| Error::io(link, e))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        std::fs::copy(target, link).map(|_| ()).map_err(|e| Error::io(link, e))
+    }
+}
+
+/// hf-hub's client for one spec, and what its errors mean.
+struct Hub<'a> {
+    spec: &'a HubSpec,
+    opts: &'a HubOptions,
+    api: hf_hub::api::sync::Api,
+}
+
+impl<'a> Hub<'a> {
+    fn new(spec: &'a HubSpec, opts: &'a HubOptions) -> Result<Self> {
+        // From the cache folder given (never the crate's default, which reads the home folder);
+        // the token is set either way, so that hf-hub reads no token file on its own.
+        let api = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(opts.cache_dir.clone()))
+            .with_endpoint(opts.endpoint.trim_end_matches('/').to_string())
+            .with_token(opts.token.clone())
+            .with_progress(false)
+            .with_retries(opts.retries)
+            .with_user_agent("readout", env!("CARGO_PKG_VERSION"))
+            .build()
+            .map_err(|e| Error::HubDownload { spec: spec.to_string(), detail: e.to_string() })?;
+        Ok(Hub { spec, opts, api })
+    }
+
+    fn repo(&self, revision: &str) -> hf_hub::api::sync::ApiRepo {
+        self.api.repo(hf_hub::Repo::with_revision(
+            self.spec.repo.clone(),
+            hf_hub::RepoType::Model,
+            revision.to_string(),
+        ))
+    }
+
+    fn download_error(&self, detail: String) -> Error {
+        Error::HubDownload { spec: self.spec.to_string(), detail }
+    }
+
+    /// An HTTP error status as a typed error; `file` when the request was for one file.
+    fn status_error(&self, status: u16, code: Option<&str>, message: &str, file: Option<&str>) -> Error {
+        let endpoint = self.opts.endpoint.clone();
+        let repo = &self.spec.repo;
+        let said = if message.is_empty() { String::new() } else { format!(" (the hub says: {message})") };
+        match (status, code) {
+            (_, Some("GatedRepo")) | (403, _) => Error::HubAccess {
+                repo: repo.clone(),
+                endpoint,
+                status,
+                hint: format!(
+                    "the repository is gated{said}: accept its terms on its page while logged in, then set HF_TOKEN to a token of that account"
+                ),
+            },
+            (_, Some("RevisionNotFound")) => Error::HubNotFound {
+                what: format!("revision `{}` of {repo}", self.spec.revision()),
+                endpoint,
+                hint: format!("name a branch, tag or commit the repository has{said}"),
+            },
+            (_, Some("EntryNotFound")) => Error::HubNotFound {
+                what: format!("file `{}` of {repo}", file.unwrap_or("?")),
+                endpoint,
+                hint: format!("the repository at revision {} has no such file{said}", self.spec.revision()),
+            },
+            (404, _) | (401, _) if file.is_none() || code == Some("RepoNotFound") => Error::HubNotFound {
+                what: format!("repository {repo}"),
+                endpoint,
+                hint: format!(
+                    "check its name (ORG/REPO, as in the address of its page){said}; a private repository needs HF_TOKEN"
+                ),
+            },
+            (404, _) => Error::HubNotFound {
+                what: format!("file `{}` of {repo}", file.unwrap_or("?")),
+                endpoint,
+                hint: format!("the repository at revision {} has no such file{said}", self.spec.revision()),
+            },
+            (401, _) => Error::HubAccess {
+                repo: repo.clone(),
+                endpoint,
+                status,
+                hint: format!("the hub wants a token{said}: set HF_TOKEN to a token that can read it"),
+            },
+            _ => self.download_error(format!("the hub answered HTTP {status}{said}; try again later")),
+        }
+    }
+
+    fn ureq_error(&self, e: ureq::Error, file: Option<&str>) -> Error {
+        match e {
+            ureq::Error::Status(status, resp) => {
+                let code = resp.header("x-error-code").map(String::from);
+                let message = resp.header("x-error-message").map(String::from).unwrap_or_default();
+                self.status_error(status, code.as_deref(), &message, file)
+            }
+            ureq::Error::Transport(t) => self.download_error(format!(
+                "cannot reach {} ({t}); check the network, or use --offline",
+                self.opts.endpoint
+            )),
+        }
+    }
+
+    /// The revision's commit and files (`?blobs=true`: sizes and checksums).
+    fn details(&self) -> Result<RepoDetails> {
+        let resp = self.repo(self.spec.revision()).info_request().query("blobs", "true").call();
+        let resp = resp.map_err(|e| self.ureq_error(e, None))?;
+        let details: RepoDetails = resp.into_json().map_err(|e| {
+            self.download_error(format!(
+                "the hub's answer about the repository is not what Readout reads ({e}); is {} a Hugging Face hub?",
+                self.opts.endpoint
+            ))
+        })?;
+        if !is_commit(&details.sha) {
+            return Err(self.download_error(format!("the hub gave `{}` as the commit, not 40 hex digits", details.sha)));
+        }
+        if let Some(bad) = details.siblings.iter().find(|s| !relative_path_ok(&s.rfilename)) {
+            return Err(self.download_error(format!("the hub lists a file `{}` outside the repository", bad.rfilename)));
+        }
+        Ok(details)
+    }
+
+    /// One file of the snapshot in place: already there, linked to a blob the cache has, or
+    /// downloaded (resuming a partial download) and checked.
+    fn ensure(
+        &self,
+        dir: &Path,
+        commit: &str,
+        sibling: &Sibling,
+        progress: &mut dyn FnMut(&DownloadProgress<'_>),
+    ) -> Result<FileReport> {
+        let name = sibling.rfilename.as_str();
+        let pointer = dir.join("snapshots").join(commit).join(name);
+        let checksum = sibling.checksum().filter(|(c, _)| c.bytes().all(|b| b.is_ascii_hexdigit()));
+        if pointer.is_file() {
+            let size = std::fs::metadata(&pointer).map_err(|e| Error::io(&pointer, e))?.len();
+            return Ok(FileReport { name: name.to_string(), size, fetched: Fetched::Cached });
+        }
+        if let Some((blob_name, _)) = checksum {
+            let blob = dir.join("blobs").join(blob_name);
+            let size = std::fs::metadata(&blob).map(|m| m.len()).ok();
+            if size.is_some() && size == sibling.size() {
+                if pointer.symlink_metadata().is_ok() {
+                    // A link whose blob was gone (`is_file` above failed): replace it.
+                    std::fs::remove_file(&pointer).map_err(|e| Error::io(&pointer, e))?;
+                }
+                link_blob(dir, &blob, &pointer)?;
+                return Ok(FileReport { name: name.to_string(), size: size.unwrap_or(0), fetched: Fetched::Linked });
+            }
+        }
+        self.download(dir, commit, sibling, checksum, progress)
+    }
+
+    fn download(
+        &self,
+        dir: &Path,
+        commit: &str,
+        sibling: &Sibling,
+        checksum: Option<(&str, bool)>,
+        progress: &mut dyn FnMut(&DownloadProgress<'_>),
+    ) -> Result<FileReport> {
+        let name = sibling.rfilename.as_str();
+        let part = checksum.map(|(c, _)| dir.join("blobs").join(format!("{c}.part")));
+        let resumed_from = part.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
+        // hf-hub writes `refs/REVISION`; asked for the commit, that would be `refs/COMMIT`, which
+        // the hub's tools never write: removed after, unless it was there before.
+        let stray_ref = dir.join("refs").join(commit);
+        let had_stray_ref = stray_ref.exists();
+        // Pinned to the commit the file list came from, so every file is of that one commit.
+        let repo = self.repo(commit);
+        let mut adapter = ProgressAdapter { file: name, done: 0, total: 0, callback: progress };
+        let mut result = repo.download_with_progress(name, &mut adapter);
+        if let (Err(hf_hub::api::sync::ApiError::InvalidResume), Some(p)) = (&result, &part) {
+            // A partial file longer than the file: not a prefix of it; start again.
+            std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
+            result = repo.download_with_progress(name, &mut adapter);
+        }
+        if !had_stray_ref {
+            let _ = std::fs::remove_file(&stray_ref);
+        }
+        let pointer = result.map_err(|e| self.api_error(e, name, part.as_deref(), sibling.size()))?;
+        let blob = std::fs::canonicalize(&pointer).map_err(|e| Error::io(&pointer, e))?;
+        if let Some(lock) = blob.file_name().map(|n| blob.with_file_name(format!("{}.lock", n.to_string_lossy()))) {
+            let _ = std::fs::remove_file(lock);
+        }
+        let blob_name = blob.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // The blob is named by the checksum the download's answer carried; the hub's file list
+        // gave one too. The content must match both.
+        let expected = checksum.map(|(c, _)| c.to_ascii_lowercase()).unwrap_or_else(|| blob_name.clone());
+        let verdict = checksum_of(&blob, &expected)?;
+        let ok = match &verdict {
+            Some((_, actual)) => *actual == expected && blob_name.eq_ignore_ascii_case(&expected),
+            None => false,
+        };
+        if !ok {
+            let _ = std::fs::remove_file(&pointer);
+            let _ = std::fs::remove_file(&blob);
+            // The snapshot's folders, when that file was all they held.
+            let snapshot = dir.join("snapshots").join(commit);
+            let mut folder = pointer.parent();
+            while let Some(f) = folder.filter(|f| f.starts_with(&snapshot)) {
+                if std::fs::remove_dir(f).is_err() {
+                    break;
+                }
+                folder = f.parent();
+            }
+            let (algorithm, actual) = verdict.unwrap_or(("checksum", "(none Readout can check)".to_string()));
+            return Err(Error::HubChecksum {
+                file: format!("{name} of {}", self.spec),
+                algorithm,
+                expected,
+                actual,
+                blob,
+            });
+        }
+        let size = std::fs::metadata(&blob).map_err(|e| Error::io(&blob, e))?.len();
+        let expected_pointer = dir.join("snapshots").join(commit).join(name);
+        if pointer != expected_pointer && !expected_pointer.is_file() {
+            link_blob(dir, &blob, &expected_pointer)?;
+        }
+        Ok(FileReport { name: name.to_string(), size, fetched: Fetched::Downloaded { resumed_from } })
+    }
+
+    fn api_error(&self, e: hf_hub::api::sync::ApiError, file: &str, part: Option<&Path>, size: Option<u64>) -> Error {
+        use hf_hub::api::sync::ApiError as A;
+        let kept = || {
+            let have = part.and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
+            match (part, size) {
+                (Some(p), Some(total)) if have > 0 => {
+                    format!(
+                        "; {have} of {total} bytes are kept in {} and the next attempt resumes from there",
+                        p.display()
+                    )
+                }
+                _ => String::new(),
+            }
+        };
+        match e {
+            A::RequestError(u) => self.ureq_error(*u, Some(file)),
+            A::TooManyRetries(inner) => match *inner {
+                A::RequestError(u) => self.ureq_error(*u, Some(file)),
+                other => self.download_error(format!("downloading {file}: {other}{}", kept())),
+            },
+            A::IoError(io) => self.download_error(format!("downloading {file}: {io}{}; run again", kept())),
+            A::MissingHeader(h) | A::InvalidHeader(h) => self.download_error(format!(
+                "the hub's answer for {file} lacks a valid `{h}` header; is {} a Hugging Face hub?",
+                self.opts.endpoint
+            )),
+            A::LockAcquisition(p) => self.download_error(format!(
+                "another program is downloading {file} into the cache (it holds {}); wait for it, then run again",
+                p.display()
+            )),
+            other => self.download_error(format!("downloading {file}: {other}{}", kept())),
+        }
+    }
+}
+
+/// hf-hub's progress as [`DownloadProgress`] calls.
+struct ProgressAdapter<'p, 'c> {
+    file: &'p str,
+    done: u64,
+    total: u64,
+    callback: &'c mut dyn FnMut(&DownloadProgress<'_>),
+}
+
+impl hf_hub::api::Progress for &mut ProgressAdapter<'_, '_> {
+    fn init(&mut self, size: usize, _filename: &str) {
+        self.total = size as u64;
+        self.done = 0;
+        (self.callback)(&DownloadProgress { file: self.file, done: 0, total: self.total });
+    }
+
+    fn update(&mut self, size: usize) {
+        self.done += size as u64;
+        (self.callback)(&DownloadProgress { file: self.file, done: self.done, total: self.total });
+    }
+
+    fn finish(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print_back() {
+        let s = HubSpec::parse("hf:Qwen/Qwen3-0.6B-GGUF@v1.0:Qwen3-0.6B-Q8_0.gguf").unwrap();
+        assert_eq!(s.repo, "Qwen/Qwen3-0.6B-GGUF");
+        assert_eq!(s.revision.as_deref(), Some("v1.0"));
+        assert_eq!(s.file.as_deref(), Some("Qwen3-0.6B-Q8_0.gguf"));
+        assert_eq!(s.to_string(), "hf:Qwen/Qwen3-0.6B-GGUF@v1.0:Qwen3-0.6B-Q8_0.gguf");
+        let bare = HubSpec::parse("org/name").unwrap();
+        assert_eq!((bare.revision(), bare.file.as_deref()), ("main", None));
+        let nested = HubSpec::parse("org/name@refs/pr/1:sub/dir/m.gguf").unwrap();
+        assert_eq!(nested.revision(), "refs/pr/1");
+        assert_eq!(nested.file.as_deref(), Some("sub/dir/m.gguf"));
+        for bad in [
+            "",
+            "hf:",
+            "name",
+            "a/b/c",
+            "/name",
+            "org/",
+            "o rg/n",
+            "org/name@",
+            "org/name:",
+            "org/name:../x",
+            "org/name:/etc/passwd",
+            "org/name@..:f",
+            "org/..:f",
+        ] {
+            assert!(HubSpec::parse(bad).is_err(), "{bad} should not parse");
+        }
+        assert!(HubSpec::from_model_arg("models/x.gguf").is_none());
+        assert!(HubSpec::from_model_arg("hf:org/name").is_some());
+    }
+
+    fn spec(file: Option<&str>) -> HubSpec {
+        HubSpec { repo: "org/m".into(), revision: None, file: file.map(String::from) }
+    }
+
+    #[test]
+    fn one_gguf_is_taken_and_projectors_are_not_models() {
+        let (c, note) = choose(&spec(None), &["README.md", "m-Q8_0.gguf", "mmproj-m-f16.gguf"], "e").unwrap();
+        assert_eq!(c, Choice::File("m-Q8_0.gguf".into()));
+        assert!(note.is_none());
+    }
+
+    #[test]
+    fn several_ggufs_take_the_one_q4_k_m_and_say_so() {
+        let names = ["m-Q8_0.gguf", "m-q4_k_m.gguf", "m-Q6_K.gguf"];
+        let (c, note) = choose(&spec(None), &names, "e").unwrap();
+        assert_eq!(c, Choice::File("m-q4_k_m.gguf".into()));
+        let note = note.unwrap();
+        assert!(note.contains("3 GGUF files") && note.contains("hf:org/m:FILE"), "{note}");
+    }
+
+    #[test]
+    fn several_ggufs_without_one_q4_k_m_are_listed() {
+        let err = choose(&spec(None), &["b-Q8_0.gguf", "a-F16.gguf"], "e").unwrap_err().to_string();
+        assert!(err.contains("a-F16.gguf, b-Q8_0.gguf") && err.contains("hf:org/m:a-F16.gguf"), "{err}");
+        let two = choose(&spec(None), &["x-Q4_K_M.gguf", "y-Q4_K_M.gguf"], "e").unwrap_err();
+        assert!(matches!(two, Error::HubChoice { .. }));
+    }
+
+    #[test]
+    fn a_named_file_must_be_there() {
+        let (c, _) = choose(&spec(Some("b.gguf")), &["a.gguf", "b.gguf"], "e").unwrap();
+        assert_eq!(c, Choice::File("b.gguf".into()));
+        let err = choose(&spec(Some("c.gguf")), &["a.gguf", "b.gguf"], "e").unwrap_err();
+        assert!(matches!(err, Error::HubNotFound { .. }));
+        assert!(err.to_string().contains("a.gguf, b.gguf"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_gets_what_the_loader_reads() {
+        let names = [
+            ".gitattributes",
+            "README.md",
+            "config.json",
+            "generation_config.json",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "pytorch_model.bin",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "onnx/model.safetensors",
+        ];
+        let (c, _) = choose(&spec(None), &names, "e").unwrap();
+        assert_eq!(
+            c,
+            Choice::Directory(
+                [
+                    "config.json",
+                    "tokenizer.json",
+                    "tokenizer_config.json",
+                    "model.safetensors.index.json",
+                    "model-00001-of-00002.safetensors",
+                    "model-00002-of-00002.safetensors",
+                ]
+                .map(String::from)
+                .to_vec()
+            )
+        );
+        let err = choose(&spec(None), &["config.json", "model.safetensors"], "e").unwrap_err().to_string();
+        assert!(err.contains("tokenizer.json"), "{err}");
+        let err = choose(&spec(None), &["README.md"], "e").unwrap_err().to_string();
+        assert!(err.contains("no GGUF file and no config.json"), "{err}");
+    }
+
+    #[test]
+    fn git_blob_ids_are_computed_as_git_does() {
+        // `printf 'hello\n' | git hash-object --stdin` = ce013625030ba8dba906f756967f9e9ca394464a
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, "hello\n").unwrap();
+        let (alg, id) = checksum_of(&p, "ce013625030ba8dba906f756967f9e9ca394464a").unwrap().unwrap();
+        assert_eq!((alg, id.as_str()), ("git blob id", "ce013625030ba8dba906f756967f9e9ca394464a"));
+        // sha256("hello\n")
+        let name = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+        assert_eq!(checksum_of(&p, name).unwrap().unwrap().1, name);
+        assert!(checksum_of(&p, "not-a-checksum").unwrap().is_none());
+    }
+
+    #[test]
+    fn blob_links_are_relative_to_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("models--o--m");
+        let blob = repo.join("blobs").join("abc");
+        std::fs::create_dir_all(blob.parent().unwrap()).unwrap();
+        std::fs::write(&blob, "x").unwrap();
+        for rel in ["f.gguf", "sub/dir/f.gguf"] {
+            let link = repo.join("snapshots").join("c0mmit").join(rel);
+            link_blob(&repo, &blob, &link).unwrap();
+            assert_eq!(std::fs::read_to_string(&link).unwrap(), "x", "{rel}");
+            #[cfg(unix)]
+            assert!(std::fs::read_link(&link).unwrap().is_relative());
+        }
+    }
+}
