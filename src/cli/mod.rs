@@ -4,7 +4,9 @@
 mod bench;
 mod derive;
 mod levers;
+mod models;
 mod prompts;
+mod pull;
 mod quantize;
 mod report;
 mod run;
@@ -48,6 +50,10 @@ enum Command {
     /// DERIVED figures of a model's shape: LM-head FLOPs and bytes, trim and prune savings,
     /// KV-cache bytes, sizes per encoding (reads only the metadata).
     Derive(derive::DeriveArgs),
+    /// Get a model from the Hugging Face hub into the Hugging Face cache: ORG/REPO[@REVISION][:FILE].
+    Pull(pull::PullArgs),
+    /// The models on this machine (Hugging Face cache, data folder, models/) and judges worth trying.
+    Models(models::ModelsArgs),
 }
 
 /// Which eval-set rows a run scores, with which shots and orderings: shared by `run` and
@@ -100,9 +106,14 @@ pub fn truncate(middle: bool) -> readout::truncate::Truncate {
 /// The model options every model-using subcommand takes.
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// A GGUF file or a Hugging Face model directory [default: models/SmolLM2-135M-Instruct.Q4_1.gguf].
+    /// A GGUF file, a Hugging Face model directory, or a model on the Hugging Face hub:
+    /// hf:ORG/REPO[@REVISION][:FILE] (downloaded into the Hugging Face cache once, then read from
+    /// it) [default: models/SmolLM2-135M-Instruct.Q4_1.gguf].
     #[arg(long, short = 'm')]
     pub model: Option<PathBuf>,
+    /// With --model hf:…: use the Hugging Face cache only, never the network (also HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
     /// Where to run: auto, cpu, cuda or metal.
     #[arg(long, default_value = "auto", value_parser = clap::value_parser!(DeviceRequest))]
     pub device: DeviceRequest,
@@ -141,8 +152,17 @@ fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
 impl ModelArgs {
     /// Load the chosen model.
     pub fn load(&self) -> Result<Engine> {
-        let path = self.model.clone().unwrap_or_else(default_model);
-        let engine = Engine::load(
+        let named = self.model.clone().unwrap_or_else(default_model);
+        // `hf:ORG/REPO…`: the file (or directory) in the Hugging Face cache, fetched when missing.
+        let (path, source) = match named.to_str().and_then(readout::hub::HubSpec::from_model_arg) {
+            Some(spec) => {
+                let spec = spec?;
+                let resolved = pull::resolve_with_bar(&spec, &pull::hub_options(self.offline)?)?;
+                (resolved.path, Some(resolved.source))
+            }
+            None => (named, None),
+        };
+        let mut engine = Engine::load(
             &path,
             &LoadOptions {
                 device: self.device,
@@ -154,6 +174,9 @@ impl ModelArgs {
             },
         )
         .with_context(|| format!("loading model {}", path.display()))?;
+        if let Some(source) = source {
+            engine.set_source(source);
+        }
         if let Some(why) = &engine.info().device_fallback {
             eprintln!("readout: {why}");
         }
@@ -189,6 +212,8 @@ pub fn run() -> Result<i32> {
         Command::Bench(a) => bench::run(a),
         Command::Quantize(a) => quantize::run(a),
         Command::Derive(a) => derive::run(a),
+        Command::Pull(a) => pull::run(a),
+        Command::Models(a) => models::run(a),
     }
 }
 
@@ -204,6 +229,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
     use readout::Error as E;
     match err.downcast_ref::<E>() {
         Some(E::BadInput { .. } | E::BadFile { .. }) => 3,
+        Some(E::HubChoice { .. }) => 2,
         Some(
             E::ModelMissing { .. }
             | E::CorruptGguf { .. }
@@ -214,7 +240,11 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::BadModelConfig { .. }
             | E::Tokenizer { .. }
             | E::LetterNotSingleToken { .. }
-            | E::ChatTemplate { .. },
+            | E::ChatTemplate { .. }
+            | E::HubNotFound { .. }
+            | E::HubAccess { .. }
+            | E::HubOffline { .. }
+            | E::HubChecksum { .. },
         ) => 4,
         Some(E::Config(_)) => 2,
         Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,

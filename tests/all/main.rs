@@ -12,5 +12,6 @@ mod determinism;
 mod engine;
 mod fidelity;
 mod fuzz_regressions;
+mod hub;
 mod long_state;
 mod quantize_hf;

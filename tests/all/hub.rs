@@ -1,0 +1,619 @@
+//! Models from the Hugging Face hub, end to end against a hub served on loopback: a small HTTP
+//! server (std threads) that answers as the hub does — the API's revision info with sizes and
+//! checksums, `resolve` with `x-repo-commit` and `etag`, LFS files through a redirect that carries
+//! `x-linked-etag`, Range requests — and can cut a download in the middle or serve bytes that do
+//! not match their checksum. Every test has a temporary cache; none touches the real home.
+
+use crate::common;
+use readout::hub::{resolve, Fetched, HubOptions, HubSpec, Resolved};
+use readout::Error;
+use sha2::Digest;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+const TEXT: &str = "I was charged twice this month, please refund one of them.";
+
+struct HubFile {
+    name: String,
+    bytes: Vec<u8>,
+    /// Kept in LFS (a redirect and a sha256) rather than git (a blob id).
+    lfs: bool,
+    /// Bytes served instead of `bytes` (the checksum still says `bytes`'): a corrupt download.
+    served: Option<Vec<u8>>,
+    /// Full downloads still to cut in the middle (the server closes the connection halfway).
+    cuts: usize,
+}
+
+impl HubFile {
+    fn new(name: &str, bytes: Vec<u8>, lfs: bool) -> Self {
+        HubFile { name: name.into(), bytes, lfs, served: None, cuts: 0 }
+    }
+    fn sha256(&self) -> String {
+        hex::encode(sha2::Sha256::digest(&self.bytes))
+    }
+    fn blob_id(&self) -> String {
+        use sha1::Digest as _;
+        let mut h = sha1::Sha1::new();
+        h.update(format!("blob {}\0", self.bytes.len()).as_bytes());
+        h.update(&self.bytes);
+        hex::encode(h.finalize())
+    }
+}
+
+struct HubRepo {
+    commit: String,
+    files: Vec<HubFile>,
+    /// Answers only requests with `Authorization: Bearer secret`.
+    gated: bool,
+}
+
+/// A request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    range: Option<String>,
+    auth: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    repos: HashMap<String, HubRepo>,
+    seen: Vec<Seen>,
+}
+
+/// The hub on loopback.
+struct FakeHub {
+    url: String,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeHub {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st, base) = (state.clone(), stop.clone(), url.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if st.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let (s, base) = (s.clone(), base.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(conn, &s, &base);
+                });
+            }
+        });
+        FakeHub { url, state, stop }
+    }
+
+    fn add(&self, repo: &str, files: Vec<HubFile>) {
+        self.state.lock().unwrap().repos.insert(repo.into(), HubRepo { commit: COMMIT.into(), files, gated: false });
+    }
+
+    fn with_file(&self, repo: &str, name: &str, f: impl FnOnce(&mut HubFile)) {
+        let mut st = self.state.lock().unwrap();
+        f(st.repos.get_mut(repo).unwrap().files.iter_mut().find(|x| x.name == name).unwrap());
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    fn options(&self, cache: &Path) -> HubOptions {
+        HubOptions { endpoint: self.url.clone(), retries: 0, ..HubOptions::new(cache.to_path_buf()) }
+    }
+}
+
+impl Drop for FakeHub {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
+    }
+}
+
+fn respond(conn: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(body)?;
+    conn.flush()
+}
+
+fn not_found(conn: &mut TcpStream, code: &str) -> std::io::Result<()> {
+    let body = format!("{{\"error\": \"{code}\"}}");
+    respond(conn, "404 Not Found", &[("X-Error-Code", code.into()), ("X-Error-Message", code.into())], body.as_bytes())
+}
+
+/// `bytes=A-B` or `bytes=A-` of a body of `len` bytes: the first and last byte.
+fn range_of(range: Option<&str>, len: usize) -> Option<(usize, usize)> {
+    let (a, b) = range?.strip_prefix("bytes=")?.split_once('-')?;
+    let a: usize = a.parse().ok()?;
+    let b: usize = if b.is_empty() { len.saturating_sub(1) } else { b.parse::<usize>().ok()?.min(len - 1) };
+    Some((a, b))
+}
+
+/// Serve `body`, honouring Range; `cut` sends half of it and closes the connection.
+fn send_body(
+    conn: &mut TcpStream,
+    body: &[u8],
+    range: Option<&str>,
+    headers: &[(&str, String)],
+    cut: bool,
+) -> std::io::Result<()> {
+    let (status, part, mut hs) = match range_of(range, body.len()) {
+        Some((a, b)) => {
+            ("206 Partial Content", &body[a..=b], vec![("Content-Range", format!("bytes {a}-{b}/{}", body.len()))])
+        }
+        None => ("200 OK", body, vec![]),
+    };
+    hs.push(("Accept-Ranges", "bytes".into()));
+    hs.extend(headers.iter().map(|(k, v)| (*k, v.clone())));
+    if !cut {
+        return respond(conn, status, &hs, part);
+    }
+    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n", part.len());
+    for (k, v) in &hs {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(&part[..part.len() / 2])?;
+    conn.flush()?;
+    conn.shutdown(std::net::Shutdown::Both)
+}
+
+fn serve(mut conn: TcpStream, state: &Mutex<State>, base: &str) -> std::io::Result<()> {
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut headers: HashMap<String, String> = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 || h == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let path = target.split('?').next().unwrap_or("").replace("%2F", "/");
+    let range = headers.get("range").cloned();
+    let mut st = state.lock().unwrap();
+    st.seen.push(Seen { path: path.clone(), range: range.clone(), auth: headers.get("authorization").cloned() });
+    let authorised = headers.get("authorization").map(String::as_str) == Some("Bearer secret");
+
+    // The CDN: LFS content by sha256.
+    if let Some(sha) = path.strip_prefix("/cdn/") {
+        let mut hit = None;
+        for repo in st.repos.values_mut() {
+            for f in repo.files.iter_mut() {
+                if f.lfs && f.sha256() == sha {
+                    let probe = range.as_deref() == Some("bytes=0-0");
+                    let cut = !probe && f.cuts > 0;
+                    if cut {
+                        f.cuts -= 1;
+                    }
+                    hit = Some((f.served.clone().unwrap_or_else(|| f.bytes.clone()), cut));
+                }
+            }
+        }
+        drop(st);
+        return match hit {
+            Some((body, cut)) => send_body(&mut conn, &body, range.as_deref(), &[], cut),
+            None => not_found(&mut conn, "EntryNotFound"),
+        };
+    }
+    // The API: /api/models/ORG/NAME/revision/REV
+    if let Some(rest) = path.strip_prefix("/api/models/") {
+        let parts: Vec<&str> = rest.splitn(4, '/').collect();
+        let (repo_id, rev) = match parts[..] {
+            [org, name, "revision", rev] => (format!("{org}/{name}"), rev.to_string()),
+            _ => return not_found(&mut conn, "RepoNotFound"),
+        };
+        let Some(repo) = st.repos.get(&repo_id) else { return not_found(&mut conn, "RepoNotFound") };
+        if repo.gated && !authorised {
+            return respond(&mut conn, "401 Unauthorized", &[("X-Error-Code", "GatedRepo".into())], b"{}");
+        }
+        if rev != "main" && rev != repo.commit {
+            return not_found(&mut conn, "RevisionNotFound");
+        }
+        let siblings: Vec<serde_json::Value> = repo
+            .files
+            .iter()
+            .map(|f| {
+                let mut v = serde_json::json!({"rfilename": f.name, "size": f.bytes.len(), "blobId": f.blob_id()});
+                if f.lfs {
+                    v["lfs"] = serde_json::json!({"sha256": f.sha256(), "size": f.bytes.len(), "pointerSize": 134});
+                }
+                v
+            })
+            .collect();
+        let body = serde_json::json!({"id": repo_id, "modelId": repo_id, "sha": repo.commit, "siblings": siblings});
+        drop(st);
+        return respond(
+            &mut conn,
+            "200 OK",
+            &[("Content-Type", "application/json".into())],
+            body.to_string().as_bytes(),
+        );
+    }
+    // A file: /ORG/NAME/resolve/REV/FILE
+    let parts: Vec<&str> = path.trim_start_matches('/').splitn(5, '/').collect();
+    let [org, name, "resolve", rev, file] = parts[..] else { return not_found(&mut conn, "RepoNotFound") };
+    let Some(repo) = st.repos.get(&format!("{org}/{name}")) else { return not_found(&mut conn, "RepoNotFound") };
+    if repo.gated && !authorised {
+        return respond(&mut conn, "401 Unauthorized", &[("X-Error-Code", "GatedRepo".into())], b"{}");
+    }
+    if rev != "main" && rev != repo.commit {
+        return not_found(&mut conn, "RevisionNotFound");
+    }
+    let commit = repo.commit.clone();
+    let Some(f) = repo.files.iter().find(|f| f.name == file) else { return not_found(&mut conn, "EntryNotFound") };
+    if f.lfs {
+        let headers = [
+            ("Location", format!("{base}/cdn/{}", f.sha256())),
+            ("X-Repo-Commit", commit),
+            ("X-Linked-Etag", format!("\"{}\"", f.sha256())),
+            ("X-Linked-Size", f.bytes.len().to_string()),
+            ("ETag", format!("\"{}\"", f.blob_id())),
+        ];
+        drop(st);
+        return respond(&mut conn, "302 Found", &headers, b"");
+    }
+    let body = f.served.clone().unwrap_or_else(|| f.bytes.clone());
+    let headers = [("X-Repo-Commit", commit), ("ETag", format!("\"{}\"", f.blob_id()))];
+    drop(st);
+    send_body(&mut conn, &body, range.as_deref(), &headers, false)
+}
+
+/// A tiny synthetic GGUF model's bytes.
+fn tiny_gguf() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.gguf");
+    let cfg = readout::engine::synthetic::tiny_config(readout::engine::Architecture::Llama);
+    readout::engine::synthetic::write_gguf(&p, &cfg, 7, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    std::fs::read(p).unwrap()
+}
+
+fn get(spec: &str, opts: &HubOptions) -> readout::Result<Resolved> {
+    resolve(&HubSpec::parse(spec).unwrap(), opts, &mut |_| {})
+}
+
+/// The built CLI with the hub's variables pointing at `hub` and `cache` (and nothing else's).
+fn readout_with(hub: &str, cache: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_readout"))
+        .args(args)
+        .current_dir(common::repo())
+        .env("HF_ENDPOINT", hub)
+        .env("HF_HUB_CACHE", cache)
+        .env("HF_HOME", cache.join("home"))
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("READOUT_MODEL")
+        .output()
+        .expect("readout runs")
+}
+
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_gguf_repo_scores_through_the_cli_and_runs_pinned_then_offline() {
+    let hub = FakeHub::start();
+    let gguf = HubFile::new("tiny.gguf", tiny_gguf(), true);
+    let sha = gguf.sha256();
+    hub.add("test/tiny", vec![gguf, HubFile::new("README.md", b"# tiny\n".to_vec(), false)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let rubric = "examples/support-ticket.rubric.json";
+    let score = ["score", "--rubric", rubric, "--text", TEXT, "--json", "--device", "cpu", "--model", "hf:test/tiny"];
+    let out = readout_with(&hub.url, &cache, &score);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(stderr.contains("downloaded tiny.gguf") && stderr.contains("checksum ok"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(v["criteria"].as_array().unwrap().len(), 3);
+    // The hub's cache layout, as other tools read it; the README was not fetched.
+    let repo = cache.join("models--test--tiny");
+    assert_eq!(files_under(&repo.join("blobs")), vec![sha.clone()]);
+    assert_eq!(std::fs::read_to_string(repo.join("refs/main")).unwrap(), COMMIT);
+    let link = repo.join("snapshots").join(COMMIT).join("tiny.gguf");
+    assert_eq!(std::fs::read_link(&link).unwrap(), PathBuf::from("../../blobs").join(&sha));
+    assert!(hub.seen().iter().all(|s| !s.path.contains("README")));
+    let before = hub.seen().len();
+
+    // A run: from the cache now (no request), and the result file pins the commit.
+    let res = tmp.path().join("r.json");
+    let r = res.display().to_string();
+    let run = ["run", "bench/evalsets/authored144.jsonl", "--limit", "2", "--device", "cpu"];
+    let out = readout_with(&hub.url, &cache, &[&run[..], &["--model", "hf:test/tiny", "--out", &r]].concat());
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(hub.seen().len(), before, "a cached model asks the hub nothing");
+    let doc = common::validate(&res);
+    assert_eq!(
+        doc["model"]["source"],
+        serde_json::json!({"hub": "test/tiny", "revision": COMMIT, "file": "tiny.gguf"})
+    );
+    assert_eq!(doc["model"]["sha256"], sha.as_str());
+
+    // Offline, with the server gone: the cache alone.
+    let url = hub.url.clone();
+    drop(hub);
+    let pinned = format!("hf:test/tiny@{COMMIT}:tiny.gguf");
+    let out =
+        readout_with(&url, &cache, &["score", "--rubric", rubric, "--text", TEXT, "--offline", "--model", &pinned]);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_missing_repo_or_file_is_a_clear_not_found_with_exit_4() {
+    let hub = FakeHub::start();
+    hub.add("test/tiny", vec![HubFile::new("a.gguf", b"GGUF".to_vec(), true)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    for (spec, words) in [
+        ("test/missing", "repository test/missing is not on the hub"),
+        ("test/tiny:b.gguf", "file `b.gguf` of test/tiny is not on the hub"),
+        ("test/tiny@v9", "revision `v9` of test/tiny is not on the hub"),
+    ] {
+        let out = readout_with(&hub.url, &cache, &["pull", spec]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{spec}: {stderr}");
+        assert!(stderr.contains(words) && stderr.contains(&hub.url), "{spec}: {stderr}");
+    }
+    // The same through --model, as every model-using command takes it.
+    let out = readout_with(&hub.url, &cache, &["info", "--model", "hf:test/missing"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    // Nothing was cached for what the hub does not have.
+    assert!(!cache.join("models--test--missing").exists());
+}
+
+#[test]
+fn an_hf_directory_repo_downloads_what_the_loader_reads_and_loads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let cfg = readout::engine::synthetic::tiny_config(readout::engine::Architecture::Qwen3);
+    readout::engine::synthetic::write_hf_dir(&src, &cfg, 3, None).unwrap();
+    let mut files = Vec::new();
+    for name in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
+        files.push(HubFile::new(name, std::fs::read(src.join(name)).unwrap(), false));
+    }
+    files.push(HubFile::new("model.safetensors", std::fs::read(src.join("model.safetensors")).unwrap(), true));
+    files.push(HubFile::new("pytorch_model.bin", vec![1; 1000], true));
+    files.push(HubFile::new("README.md", b"# dir\n".to_vec(), false));
+    let hub = FakeHub::start();
+    hub.add("test/dir", files);
+    let cache = tmp.path().join("hub");
+    let r = get("hf:test/dir", &hub.options(&cache)).unwrap();
+    assert_eq!(r.path, cache.join("models--test--dir/snapshots").join(COMMIT));
+    assert_eq!(r.source.file, None);
+    let names: Vec<&str> = r.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"]);
+    assert!(r.files.iter().all(|f| f.fetched == Fetched::Downloaded { resumed_from: 0 }));
+    let seen = hub.seen();
+    assert!(seen.iter().all(|s| !s.path.contains("pytorch_model") && !s.path.contains("README")), "{seen:?}");
+    let mut engine = common::engine_at(&r.path);
+    engine.set_source(r.source.clone());
+    assert_eq!(engine.info().name, "dir");
+    assert_eq!(engine.info().architecture.as_str(), "qwen3");
+}
+
+#[test]
+fn a_download_that_does_not_match_its_sha256_is_refused_and_not_cached() {
+    let hub = FakeHub::start();
+    let good = tiny_gguf();
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0xff;
+    let file = HubFile { served: Some(bad), ..HubFile::new("tiny.gguf", good, true) };
+    let sha = file.sha256();
+    hub.add("test/tiny", vec![file]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let err = get("hf:test/tiny", &hub.options(&cache)).unwrap_err();
+    assert!(matches!(&err, Error::HubChecksum { expected, .. } if *expected == sha), "{err}");
+    assert!(err.to_string().contains("removed from the cache"), "{err}");
+    let repo = cache.join("models--test--tiny");
+    assert_eq!(files_under(&repo.join("blobs")), Vec::<String>::new(), "no blob, no partial file");
+    assert!(!repo.join("snapshots").join(COMMIT).join("tiny.gguf").exists());
+    assert!(!repo.join("refs/main").exists());
+    // Served right, the next attempt downloads it whole and keeps it.
+    hub.with_file("test/tiny", "tiny.gguf", |f| f.served = None);
+    let r = get("hf:test/tiny", &hub.options(&cache)).unwrap();
+    assert_eq!(r.files[0].fetched, Fetched::Downloaded { resumed_from: 0 });
+    assert_eq!(readout::hash::sha256_file(&r.path).unwrap(), sha);
+}
+
+#[test]
+fn a_download_cut_in_the_middle_resumes_with_a_range_request() {
+    let hub = FakeHub::start();
+    let file = HubFile { cuts: 1, ..HubFile::new("tiny.gguf", tiny_gguf(), true) };
+    let (sha, len) = (file.sha256(), file.bytes.len() as u64);
+    hub.add("test/tiny", vec![file]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let err = get("hf:test/tiny", &hub.options(&cache)).unwrap_err();
+    assert!(matches!(err, Error::HubDownload { .. }), "{err}");
+    let part = cache.join("models--test--tiny/blobs").join(format!("{sha}.part"));
+    let half = len / 2;
+    assert_eq!(std::fs::metadata(&part).unwrap().len(), half, "the bytes received are kept");
+    assert!(err.to_string().contains("resumes"), "{err}");
+
+    let mut progress = Vec::new();
+    let r = resolve(&HubSpec::parse("hf:test/tiny").unwrap(), &hub.options(&cache), &mut |p| {
+        progress.push((p.done, p.total))
+    })
+    .unwrap();
+    assert_eq!(r.files[0].fetched, Fetched::Downloaded { resumed_from: half });
+    let wanted = format!("bytes={half}-");
+    let seen = hub.seen();
+    assert!(
+        seen.iter().any(|s| s.path.starts_with("/cdn/") && s.range.as_deref() == Some(wanted.as_str())),
+        "{seen:?}"
+    );
+    assert_eq!(readout::hash::sha256_file(&r.path).unwrap(), sha);
+    assert!(!part.exists());
+    // Progress went from where the partial file ended to the whole file.
+    assert!(progress.iter().all(|&(_, t)| t == len), "{progress:?}");
+    assert_eq!(progress.iter().find(|&&(d, _)| d > 0).map(|&(d, _)| d), Some(half));
+    assert_eq!(progress.last().map(|&(d, _)| d), Some(len));
+
+    // With retries, one call gets past a cut on its own.
+    let hub2 = FakeHub::start();
+    hub2.add("test/tiny", vec![HubFile { cuts: 1, ..HubFile::new("tiny.gguf", tiny_gguf(), true) }]);
+    let cache2 = tmp.path().join("hub2");
+    let r = get("hf:test/tiny", &HubOptions { retries: 1, ..hub2.options(&cache2) }).unwrap();
+    assert_eq!(readout::hash::sha256_file(&r.path).unwrap(), sha);
+}
+
+#[test]
+fn offline_uses_the_cache_alone_and_names_what_is_missing() {
+    let hub = FakeHub::start();
+    hub.add("test/tiny", vec![HubFile::new("tiny.gguf", tiny_gguf(), true)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let offline = HubOptions { offline: true, ..hub.options(&cache) };
+    let err = get("hf:test/tiny:tiny.gguf", &offline).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::HubOffline { .. }), "{msg}");
+    assert!(msg.contains("hf:test/tiny:tiny.gguf") && msg.contains("readout pull test/tiny:tiny.gguf"), "{msg}");
+    assert!(hub.seen().is_empty(), "offline asks nothing");
+    get("hf:test/tiny", &hub.options(&cache)).unwrap();
+    let asked = hub.seen().len();
+    let r = get("hf:test/tiny", &offline).unwrap();
+    assert_eq!(r.files[0].fetched, Fetched::Cached);
+    assert_eq!(r.source.revision, COMMIT);
+    // A file the snapshot lacks is named.
+    let err = get("hf:test/tiny:other.gguf", &offline).unwrap_err().to_string();
+    assert!(err.contains("has no other.gguf"), "{err}");
+    assert_eq!(hub.seen().len(), asked);
+    // The CLI: --offline and HF_HUB_OFFLINE=1 alike, exit 4 when missing.
+    let out = readout_with(&hub.url, &cache, &["pull", "--offline", "test/other"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("readout pull test/other"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_readout"));
+    cmd.args(["pull", "test/other"])
+        .env("HF_ENDPOINT", &hub.url)
+        .env("HF_HUB_CACHE", &cache)
+        .env("HF_HUB_OFFLINE", "1");
+    assert_eq!(cmd.output().unwrap().status.code(), Some(4));
+    assert_eq!(hub.seen().len(), asked);
+}
+
+#[test]
+fn files_other_tools_put_in_the_cache_are_used_without_a_request() {
+    let hub = FakeHub::start();
+    let file = HubFile::new("tiny.gguf", tiny_gguf(), true);
+    hub.add("test/tiny", vec![HubFile::new("tiny.gguf", file.bytes.clone(), true)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    // As huggingface_hub lays a download out.
+    let repo = cache.join("models--test--tiny");
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::create_dir_all(repo.join("snapshots").join(COMMIT)).unwrap();
+    std::fs::write(repo.join("blobs").join(file.sha256()), &file.bytes).unwrap();
+    std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
+    std::os::unix::fs::symlink(
+        PathBuf::from("../../blobs").join(file.sha256()),
+        repo.join("snapshots").join(COMMIT).join("tiny.gguf"),
+    )
+    .unwrap();
+    let r = get("hf:test/tiny", &hub.options(&cache)).unwrap();
+    assert_eq!(r.files[0].fetched, Fetched::Cached);
+    assert_eq!(r.path, repo.join("snapshots").join(COMMIT).join("tiny.gguf"));
+    assert!(hub.seen().is_empty(), "{:?}", hub.seen());
+    // `pull` asks the hub for the commit, and finds nothing to download.
+    let out = readout_with(&hub.url, &cache, &["pull", "test/tiny", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"][0]["fetched"], "cached");
+    assert_eq!(v["model"], format!("hf:test/tiny@{COMMIT}:tiny.gguf"));
+    assert!(hub.seen().iter().all(|s| s.path.starts_with("/api/")), "{:?}", hub.seen());
+
+    // A blob the cache has under another commit is linked, not downloaded.
+    let newer = "fedcba9876543210fedcba9876543210fedcba98";
+    hub.state.lock().unwrap().repos.get_mut("test/tiny").unwrap().commit = newer.into();
+    let before = hub.seen().len();
+    let r = get("hf:test/tiny", &HubOptions { refresh: true, ..hub.options(&cache) }).unwrap();
+    assert_eq!((r.files[0].fetched, r.source.revision.as_str()), (Fetched::Linked, newer));
+    assert_eq!(std::fs::read_to_string(repo.join("refs/main")).unwrap(), newer);
+    assert!(hub.seen()[before..].iter().all(|s| s.path.starts_with("/api/")), "{:?}", hub.seen());
+}
+
+#[test]
+fn a_gated_repo_needs_the_token() {
+    let hub = FakeHub::start();
+    hub.add("test/gated", vec![HubFile::new("g.gguf", b"GGUF-not-really".to_vec(), true)]);
+    hub.state.lock().unwrap().repos.get_mut("test/gated").unwrap().gated = true;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let err = get("hf:test/gated", &hub.options(&cache)).unwrap_err();
+    assert!(matches!(err, Error::HubAccess { status: 401, .. }), "{err}");
+    assert!(err.to_string().contains("HF_TOKEN"), "{err}");
+    let with = HubOptions { token: Some("secret".into()), ..hub.options(&cache) };
+    let r = get("hf:test/gated", &with).unwrap();
+    assert_eq!(std::fs::read(&r.path).unwrap(), b"GGUF-not-really");
+    assert!(hub.seen().iter().any(|s| s.auth.as_deref() == Some("Bearer secret")));
+    // The CLI passes HF_TOKEN.
+    let out = readout_with(&hub.url, &tmp.path().join("hub2"), &["pull", "test/gated"]);
+    assert_eq!(out.status.code(), Some(4));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_readout"));
+    cmd.args(["pull", "test/gated"])
+        .env("HF_ENDPOINT", &hub.url)
+        .env("HF_HUB_CACHE", tmp.path().join("hub3"))
+        .env("HF_TOKEN", "secret");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn readout_models_lists_the_cache_by_catalogue_name_and_the_catalogue() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let repo = cache.join("models--Qwen--Qwen3-0.6B-GGUF");
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::create_dir_all(repo.join("snapshots").join(COMMIT)).unwrap();
+    std::fs::write(repo.join("blobs/abc"), vec![0u8; 1234]).unwrap();
+    std::fs::write(repo.join("refs/main"), COMMIT).unwrap();
+    std::os::unix::fs::symlink("../../blobs/abc", repo.join("snapshots").join(COMMIT).join("Qwen3-0.6B-Q8_0.gguf"))
+        .unwrap();
+    let out = readout_with("http://127.0.0.1:9", &cache, &["models", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = v["found"].as_array().unwrap();
+    let q = found.iter().find(|m| m["model_arg"] == "hf:Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf").unwrap();
+    assert_eq!((q["name"].as_str(), q["size_bytes"].as_u64()), (Some("Qwen3 0.6B (Q8_0)"), Some(1234)));
+    let cat = v["catalogue"].as_array().unwrap();
+    assert!(cat.len() >= 6);
+    assert!(cat.iter().all(|e| e["size_bytes"].as_u64().unwrap() > 0 && e["size_basis"].is_string()));
+    let table = readout_with("http://127.0.0.1:9", &cache, &["models"]);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains("Qwen3 0.6B (Q8_0)") && text.contains("Gemma 3 1B") && text.contains("approximate"),
+        "{text}"
+    );
+}
