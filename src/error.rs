@@ -37,6 +37,11 @@ pub enum Error {
     #[error("chat template of {path}: {detail}")]
     ChatTemplate { path: PathBuf, detail: String },
 
+    /// No usable chat template: the model has none and none was named, or the one named is
+    /// neither a known family nor a readable file (`template::choose`).
+    #[error("{path}: {detail}. Name the chat template to read it with: --chat-template NAME|FILE, where NAME is one of {names} (llama.cpp's names), or FILE a Jinja template")]
+    NoChatTemplate { path: PathBuf, detail: String, names: String },
+
     #[error("{path}:{line}: field `{field}`: {reason}")]
     BadInput { path: PathBuf, line: usize, field: String, reason: String },
 

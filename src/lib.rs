@@ -34,6 +34,7 @@ pub mod results;
 pub mod rubric;
 pub mod run;
 pub mod score;
+pub mod template;
 pub mod truncate;
 
 pub use error::{Error, GgufProblem, Result};

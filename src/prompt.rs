@@ -8,9 +8,10 @@
 
 use crate::error::{Error, Result};
 use crate::rubric::{Criterion, QuestionKind};
+use crate::template::ChosenTemplate;
 use minijinja::{context, Environment};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The name of the default prompt layout; result files record it.
 pub const PROMPT_VERSION: &str = "readout-v1";
@@ -97,12 +98,11 @@ pub struct ChatTemplate {
     eos: String,
 }
 
-/// ChatML, used when a model ships no template.
-const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-
 impl ChatTemplate {
-    /// Compile `source` (or ChatML when the model has none). `path` names the model in errors.
-    pub fn new(source: Option<String>, bos: Option<String>, eos: Option<String>, path: &Path) -> Result<Self> {
+    /// Compile the chosen template (`template::choose`: the model's own, a named family or a
+    /// file); errors name where it came from.
+    pub fn new(chosen: &ChosenTemplate, bos: Option<String>, eos: Option<String>) -> Result<Self> {
+        let path = chosen.origin.as_path();
         let mut env = Environment::new();
         minijinja_contrib::add_to_environment(&mut env);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -110,8 +110,7 @@ impl ChatTemplate {
             Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
         });
         env.add_function("strftime_now", |_fmt: String| "1 January 2026".to_string());
-        let src = source.unwrap_or_else(|| CHATML.to_string());
-        env.add_template_owned("chat", src)
+        env.add_template_owned("chat", chosen.source.clone())
             .map_err(|e| Error::ChatTemplate { path: path.to_path_buf(), detail: e.to_string() })?;
         Ok(ChatTemplate {
             env,
@@ -241,11 +240,24 @@ mod tests {
         assert!("v2".parse::<PromptVersion>().is_err());
     }
 
+    fn template(source: &str) -> ChatTemplate {
+        let chosen = crate::template::choose(None, Some(source.into()), std::path::Path::new("m")).unwrap();
+        ChatTemplate::new(&chosen, Some("<s>".into()), None).unwrap()
+    }
+
     #[test]
     fn chatml_renders_generation_prompt() {
-        let t = ChatTemplate::new(None, None, None, Path::new("m")).unwrap();
+        let t = template(crate::template::builtin("chatml").unwrap());
         let s = t.render(&messages(&[], "hi".into())).unwrap();
         assert!(s.starts_with("<|im_start|>system\n"));
         assert!(s.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+    }
+
+    #[test]
+    fn templates_see_thinking_off_and_the_bos_token() {
+        // A qwen3-style switch: thinking off leaves an empty think block before the answer.
+        let qwen3 = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}";
+        let s = template(qwen3).render(&[Message::new("user", "q")]).unwrap();
+        assert_eq!(s, "<s>q<|im_start|>assistant\n<think>\n\n</think>\n\n");
     }
 }

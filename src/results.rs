@@ -58,6 +58,13 @@ pub struct ModelRecord {
     /// The hub repository, commit and file of a model named `hf:…` (absent for a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::hub::ModelSource>,
+    /// The chat template the prompts were rendered with: a family's name (`--chat-template`),
+    /// `file:NAME`, or `model` for the model's own. Absent in files written before the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<String>,
+    /// Hex sha256 of that template's source (absent in files written before the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_sha256: Option<String>,
 }
 
 fn f32_name() -> String {
@@ -309,6 +316,8 @@ impl Header {
                 activations: info.activations.into(),
                 kv_cache: info.kv_cache.as_str().into(),
                 source: info.source.clone(),
+                chat_template: Some(info.chat_template.clone()),
+                chat_template_sha256: Some(info.chat_template_sha256.clone()),
             },
             eval_set: EvalSetRecord {
                 name: set.name.clone(),

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use readout::device::DeviceRequest;
 use readout::engine::{Engine, KvCache, LoadOptions, MatmulPath, WeightsMode};
+use readout::template::TemplateSource;
 use std::path::PathBuf;
 
 /// Decide rubric criteria with a small local language model by reading the answer-letter logits.
@@ -132,6 +133,11 @@ pub struct ModelArgs {
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The chat template to render prompts with, instead of the model's own (a model without one
+    /// needs it): a family as llama.cpp names it (chatml, gemma, llama2, llama3, mistral-v7,
+    /// phi3, …; an unknown name lists them) or a Jinja file. Recorded in result files.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub chat_template: Option<TemplateSource>,
 }
 
 /// The default model: `$READOUT_MODEL`, the user's data folder's `readout/models/`, then
@@ -171,6 +177,7 @@ impl ModelArgs {
                 int8_activations: self.int8_activations,
                 kv_cache: self.kv_cache,
                 threads: self.threads,
+                chat_template: self.chat_template.clone(),
             },
         )
         .with_context(|| format!("loading model {}", path.display()))?;
@@ -244,7 +251,8 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::HubNotFound { .. }
             | E::HubAccess { .. }
             | E::HubOffline { .. }
-            | E::HubChecksum { .. },
+            | E::HubChecksum { .. }
+            | E::NoChatTemplate { .. },
         ) => 4,
         Some(E::Config(_)) => 2,
         Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,

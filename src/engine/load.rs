@@ -563,12 +563,25 @@ fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     Ok(Loaded {
         model,
         tokenizer_source: TokenizerSource::Json(tok_path),
-        chat_template: tc.chat_template,
+        chat_template: hf_chat_template(dir, tc.chat_template)?,
         bos_token: tc.bos_token,
         eos_token: tc.eos_token,
         quantisation: torch_dtype.to_uppercase(),
         name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
     })
+}
+
+/// A Hugging Face directory's chat template: `chat_template.jinja` (the file newer transformers
+/// writes beside `tokenizer_config.json`), else `tokenizer_config.json`'s `chat_template`. The
+/// file wins, as in transformers (`from_pretrained`: "the file template clobbers any template in
+/// the config").
+pub(crate) fn hf_chat_template(dir: &Path, from_config: Option<String>) -> Result<Option<String>> {
+    let file = dir.join("chat_template.jinja");
+    match std::fs::read_to_string(&file) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(from_config),
+        Err(e) => Err(Error::io(&file, e)),
+    }
 }
 
 /// The fields of `tokenizer_config.json` Readout reads.

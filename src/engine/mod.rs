@@ -18,6 +18,7 @@ pub(crate) mod weights;
 use crate::device::{self, DeviceRequest};
 use crate::error::{Error, Result};
 use crate::prompt::{ChatTemplate, LETTERS};
+use crate::template::TemplateSource;
 use candle_core::{Device, Tensor};
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
@@ -42,6 +43,9 @@ pub struct LoadOptions {
     pub kv_cache: KvCache,
     /// CPU threads for the engine's work (`--threads`); `None`: one per core.
     pub threads: Option<usize>,
+    /// The chat template to read the model with (`--chat-template`); `None`: the model's own,
+    /// and a model without one is refused.
+    pub chat_template: Option<TemplateSource>,
 }
 
 impl Default for LoadOptions {
@@ -53,6 +57,7 @@ impl Default for LoadOptions {
             int8_activations: false,
             kv_cache: KvCache::Auto,
             threads: None,
+            chat_template: None,
         }
     }
 }
@@ -75,6 +80,11 @@ pub struct ModelInfo {
     pub activations: &'static str,
     /// How the KV cache holds keys and values: `f16` or `f32`, `auto` resolved.
     pub kv_cache: KvCache,
+    /// The chat template the prompts are rendered with: a family's name, `file:NAME`, or
+    /// `model` for the model's own (`template::ChosenTemplate`).
+    pub chat_template: String,
+    /// Hex sha256 of the chat template's source.
+    pub chat_template_sha256: String,
     /// Why `--device auto` fell back to the CPU (a GPU feature built in, its device or libraries
     /// missing); for the shell to show. `None` when the requested device was used.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -198,8 +208,8 @@ impl Engine {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
         };
-        let template =
-            ChatTemplate::new(loaded.chat_template.clone(), loaded.bos_token.clone(), loaded.eos_token.clone(), path)?;
+        let chosen = crate::template::choose(opts.chat_template.as_ref(), loaded.chat_template.clone(), path)?;
+        let template = ChatTemplate::new(&chosen, loaded.bos_token.clone(), loaded.eos_token.clone())?;
         let cfg = loaded.model.cfg.clone();
         let info = ModelInfo {
             name: loaded.name.clone(),
@@ -215,6 +225,8 @@ impl Engine {
             activations: loaded.model.activations(),
             kv_cache,
             source: None,
+            chat_template: chosen.name,
+            chat_template_sha256: chosen.sha256,
         };
         let engine = Engine { info, model: loaded.model, tokenizer, template, sha256: OnceLock::new(), pool };
         if !device.is_cpu() {

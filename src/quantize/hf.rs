@@ -8,7 +8,7 @@
 
 use super::{tensor_encoding, write_gguf_file, QuantMode};
 use crate::engine::config::{Architecture, ModelConfig};
-use crate::engine::load::{hf_config, read_tokenizer_config, safetensors_files, GgufVocab};
+use crate::engine::load::{hf_chat_template, hf_config, read_tokenizer_config, safetensors_files, GgufVocab};
 use crate::engine::Tokenizer;
 use crate::error::{Error, Result};
 use candle_core::quantized::gguf_file::Value;
@@ -440,7 +440,7 @@ pub fn quantize_hf_dir(dir: &Path, output: &Path, mode: QuantMode) -> Result<usi
         vocab,
         specials,
         [("add_bos_token", add_bos), ("add_eos_token", add_eos)],
-        tc.chat_template,
+        hf_chat_template(dir, tc.chat_template)?,
     );
     let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     write_gguf_file(output, &md_refs, &tensors)?;

@@ -310,6 +310,10 @@ fn regenerate_model_corpus() {
         &Micro { reshape: Some(("blk.0.attn_k.weight".into(), vec![32, 32])), ..Micro::new() }.bytes(),
     );
     write("no-tokenizer.gguf", &Micro { drop_keys: vec!["tokenizer.ggml.tokens".into()], ..Micro::new() }.bytes());
+    write(
+        "no-chat-template.gguf",
+        &Micro { drop_keys: vec!["tokenizer.chat_template".into()], ..Micro::new() }.bytes(),
+    );
     // The chat template leaves the model to answer after "Answer: ", and the vocabulary merges a
     // space with a letter, so `prompt + "A"` does not tokenize as `prompt` then `A`.
     let template = CHATML.replace("assistant\\n' }}{% endif %}", "assistant\\nAnswer: ' }}{% endif %}");

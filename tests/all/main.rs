@@ -3,6 +3,7 @@
 //! Run one area with a filter: `cargo test --release --test all engine::`.
 
 mod bad_inputs;
+mod chat_templates;
 mod cli_run;
 mod cli_score;
 mod committed_results;
