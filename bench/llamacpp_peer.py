@@ -12,6 +12,12 @@ an independent and widely used implementation, for two jobs:
            match, and compares its letter logits with these. The fixture holds
            numbers only, never the prompt text.
 
+  tokens   Writes a tokenizer fixture: llama.cpp's token ids (BOS as the
+           model's metadata asks, special tokens matched) for texts Readout
+           rendered (tests/all/sentencepiece.rs), from the vocabulary alone.
+           Numbers only; each text's ids as how many it shares with the
+           previous text's, then the rest.
+
   bench    Times prefill-to-letter-logits over all prompts, as the speed peer
            for Readout's benchmark, in two setups: "cold" (empty KV cache and
            the whole prompt evaluated each time) and "prefix-reuse" (the
@@ -31,6 +37,7 @@ asked for logits, which Llama.eval sets on the last token of each batch).
 
 Usage:
   python3 bench/llamacpp_peer.py fixture --model M.gguf --prompts P.jsonl --out F.json
+  python3 bench/llamacpp_peer.py tokens --model M.gguf --texts T.json --out F.json
   python3 bench/llamacpp_peer.py bench --model M.gguf --prompts P.jsonl \
       --threads 2 --repeats 3 --out R.json
 """
@@ -213,6 +220,40 @@ def cmd_fixture(args):
     print(f"wrote {len(items)} items to {args.out}")
 
 
+def cmd_tokens(args):
+    """Token ids of Readout's texts as llama.cpp's own tokenizer makes them."""
+    with open(args.texts, encoding="utf-8") as f:
+        doc = json.load(f)
+    llm = Llama(model_path=args.model, vocab_only=True, verbose=False)
+    add_bos = llm.metadata.get("tokenizer.ggml.add_bos_token", "true") == "true"
+    letters = []
+    for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        toks = llm.tokenize(letter.encode("utf-8"), add_bos=False, special=True)
+        if len(toks) != 1:
+            die(f"letter {letter!r} tokenizes to {list(toks)}, need exactly one token")
+        letters.append(toks[0])
+    out, prev = [], []
+    for p in doc["prompts"]:
+        ids = list(llm.tokenize(p["text"].encode("utf-8"), add_bos=add_bos, special=True))
+        shared = 0
+        while shared < min(len(ids), len(prev)) and ids[shared] == prev[shared]:
+            shared += 1
+        out.append({"id": p["id"], "shared": shared, "rest": ids[shared:]})
+        prev = ids
+    fixture = {
+        "made_by": f"bench/make-tokenizer-fixture with llama-cpp-python {llama_cpp.__version__}",
+        "model_sha256": sha256_file(args.model),
+        "prompts_sha256": doc["prompts_sha256"],
+        "add_bos": add_bos,
+        "letters": letters,
+        "prompts": out,
+    }
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {args.out}: {len(out)} texts, {sum(len(p['rest']) for p in out)} ids stored")
+
+
 def run_pass(llm, toks, lids, reuse):
     """One pass over all prompts; returns (wall seconds, tokens evaluated, logits)."""
     llm.reset()
@@ -382,6 +423,12 @@ def main():
     fx.add_argument("--out", required=True, help="fixture JSON to write")
     fx.add_argument("--threads", type=int, default=2)
     fx.set_defaults(func=cmd_fixture)
+
+    tk = sub.add_parser("tokens", help="write a tokenizer fixture (token ids only)")
+    tk.add_argument("--model", required=True, help="GGUF model file (only its vocabulary is read)")
+    tk.add_argument("--texts", required=True, help="JSON from tests/all/sentencepiece.rs")
+    tk.add_argument("--out", required=True, help="fixture JSON to write")
+    tk.set_defaults(func=cmd_tokens)
 
     bn = sub.add_parser("bench", help="time prefill-to-letter-logits")
     bn.add_argument("--model", required=True, help="GGUF model file")

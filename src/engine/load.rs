@@ -32,15 +32,21 @@ pub(crate) enum TokenizerSource {
     Gguf(Box<GgufVocab>),
 }
 
-/// The tokenizer fields of a GGUF file.
+/// The tokenizer fields of a GGUF file. The `Option`s are absent keys: what llama.cpp assumes
+/// then depends on the tokenizer model (see `Tokenizer::from_gguf`).
+#[derive(Default)]
 pub(crate) struct GgufVocab {
     pub model: String,
     pub pre: String,
     pub tokens: Vec<String>,
     pub token_types: Vec<i32>,
+    /// `tokenizer.ggml.scores`: a SentencePiece (`llama`) vocabulary's merge priorities.
+    pub scores: Vec<f32>,
     pub merges: Vec<String>,
-    pub add_bos: bool,
+    pub add_bos: Option<bool>,
+    pub add_space_prefix: Option<bool>,
     pub bos_id: Option<u32>,
+    pub unk_id: Option<u32>,
 }
 
 /// Load any supported model: a `.gguf` file or a Hugging Face directory.
@@ -159,13 +165,23 @@ pub(crate) fn gguf_vocab(content: &gguf_file::Content, path: &Path) -> Result<Gg
         .and_then(|v| v.to_vec().ok())
         .map(|v| v.iter().map(|t| t.to_i32().unwrap_or(1)).collect())
         .unwrap_or_default();
+    let scores: Vec<f32> = md
+        .get("tokenizer.ggml.scores")
+        .and_then(|v| v.to_vec().ok())
+        .map(|v| v.iter().map(|s| s.to_f32().unwrap_or(0.0)).collect())
+        .unwrap_or_default();
+    let flag = |k: &str| md.get(k).and_then(|v| v.to_bool().ok());
+    let id = |k: &str| md.get(k).and_then(|v| v.to_u32().ok());
     Ok(GgufVocab {
         model: get_str("tokenizer.ggml.model").unwrap_or_else(|| "gpt2".into()),
         pre: get_str("tokenizer.ggml.pre").unwrap_or_else(|| "default".into()),
         token_types,
+        scores,
         merges: strings("tokenizer.ggml.merges").unwrap_or_default(),
-        add_bos: md.get("tokenizer.ggml.add_bos_token").and_then(|v| v.to_bool().ok()).unwrap_or(false),
-        bos_id: md.get("tokenizer.ggml.bos_token_id").and_then(|v| v.to_u32().ok()),
+        add_bos: flag("tokenizer.ggml.add_bos_token"),
+        add_space_prefix: flag("tokenizer.ggml.add_space_prefix"),
+        bos_id: id("tokenizer.ggml.bos_token_id"),
+        unk_id: id("tokenizer.ggml.unknown_token_id"),
         tokens,
     })
 }

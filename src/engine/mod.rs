@@ -171,6 +171,13 @@ pub fn read_tokenizer_bytes(bytes: &[u8], path: &Path) -> Result<Tokenizer> {
     Tokenizer::from_gguf(&load::gguf_vocab(&content, path)?, path)
 }
 
+/// The tokenizer a GGUF file's metadata describes, read from its header alone (no weights): for
+/// checking a tokenizer against llama.cpp without a model that runs.
+pub fn read_tokenizer(path: &Path) -> Result<Tokenizer> {
+    let (_, content) = gguf::open(path)?;
+    Tokenizer::from_gguf(&load::gguf_vocab(&content, path)?, path)
+}
+
 /// A model ready to read out.
 pub struct Engine {
     info: ModelInfo,

@@ -1,7 +1,18 @@
 //! The tokenizer, from `tokenizer.json` or built from GGUF metadata so that it tokenizes exactly
-//! as llama.cpp does: a byte-level BPE over `tokenizer.ggml.tokens` / `merges`, with the
-//! pre-tokenizer that `tokenizer.ggml.pre` names, and control tokens matched as specials.
-//! (candle's own GGUF tokenizer adds a prefix space on SmolLM2; llama.cpp does not.)
+//! as llama.cpp does. Two GGUF vocabularies:
+//! - `gpt2`: a byte-level BPE over `tokenizer.ggml.tokens` / `merges`, with the pre-tokenizer
+//!   that `tokenizer.ggml.pre` names (candle's own GGUF tokenizer adds a prefix space on SmolLM2;
+//!   llama.cpp does not);
+//! - `llama` (SentencePiece: Gemma, Llama 2, Mistral): llama.cpp's `llm_tokenizer_spm`, a merge
+//!   of adjacent symbols by the score of the token they make, highest first, leftmost on a tie;
+//!   characters left outside the vocabulary become their `<0xXX>` byte tokens; spaces are `▁`,
+//!   and one is put before the text when `tokenizer.ggml.add_space_prefix` says so. It is the
+//!   `tokenizers` crate's BPE with the merges made from the scores, as transformers converts a
+//!   SentencePiece model (`convert_slow_tokenizer.py`): every split of a token into two tokens is
+//!   a merge, ranked by the score of the whole; the text is one word (no pre-tokenizer).
+//!
+//! In both, control, user-defined and unknown tokens are matched whole in the text, as llama.cpp
+//! does with `special = true`, and the BOS token is put first when `add_bos_token` says so.
 
 use super::load::GgufVocab;
 use crate::error::{Error, Result};
@@ -31,13 +42,20 @@ impl Tokenizer {
 
     /// Build the tokenizer llama.cpp would use for this GGUF vocabulary.
     pub(crate) fn from_gguf(v: &GgufVocab, path: &Path) -> Result<Self> {
-        let err = |detail: String| Error::Tokenizer { path: path.to_path_buf(), detail };
-        if v.model != "gpt2" {
-            return Err(err(format!(
-                "tokenizer model `{}` is not supported from GGUF metadata (only byte-level BPE, `gpt2`); use a Hugging Face directory with tokenizer.json",
-                v.model
-            )));
+        match v.model.as_str() {
+            "gpt2" => Self::byte_level_bpe(v, path),
+            "llama" => Self::sentencepiece(v, path),
+            other => Err(Error::Tokenizer {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "tokenizer model `{other}` is not supported from GGUF metadata (Readout builds `gpt2`, byte-level BPE, and `llama`, SentencePiece); use a Hugging Face directory with tokenizer.json"
+                ),
+            }),
         }
+    }
+
+    fn byte_level_bpe(v: &GgufVocab, path: &Path) -> Result<Self> {
+        let err = |detail: String| Error::Tokenizer { path: path.to_path_buf(), detail };
         let (pre, ignore_merges) = match v.pre.as_str() {
             "smollm" | "starcoder" | "refact" | "command-r" | "codeshell" | "exaone" | "minerva-7b" => (
                 json!({"type": "Sequence", "pretokenizers": [
@@ -77,7 +95,67 @@ impl Tokenizer {
         });
         let inner: tokenizers::Tokenizer = serde_json::from_value::<tokenizers::Tokenizer>(spec)
             .map_err(|e| err(format!("building BPE from metadata: {e}")))?;
-        Ok(Tokenizer { inner, path: path.to_path_buf(), bos: if v.add_bos { v.bos_id } else { None } })
+        // llama.cpp adds no BOS to a byte-level vocabulary unless the file says so.
+        let bos = if v.add_bos.unwrap_or(false) { v.bos_id } else { None };
+        Ok(Tokenizer { inner, path: path.to_path_buf(), bos })
+    }
+
+    /// llama.cpp's SentencePiece tokenizer (`llm_tokenizer_spm`) as a `tokenizers` BPE.
+    fn sentencepiece(v: &GgufVocab, path: &Path) -> Result<Self> {
+        use tokenizers::decoders::{byte_fallback::ByteFallback, fuse::Fuse, sequence::Sequence, strip::Strip};
+        use tokenizers::normalizers::{Prepend, Replace};
+        use tokenizers::{AddedToken, DecoderWrapper, NormalizerWrapper};
+        let err = |detail: String| Error::Tokenizer { path: path.to_path_buf(), detail };
+        let n = v.tokens.len();
+        if v.scores.len() != n {
+            return Err(err(format!(
+                "`tokenizer.ggml.scores` has {} entries for {n} tokens; a SentencePiece vocabulary needs one score per token. Convert the model again with llama.cpp's convert_hf_to_gguf.py",
+                v.scores.len()
+            )));
+        }
+        let ty = |i: usize| v.token_types.get(i).copied().unwrap_or(TYPE_NORMAL);
+        let merges = spm_merges(&v.tokens, &v.scores, &ty);
+        let mut vocab = tokenizers::models::bpe::Vocab::with_capacity(n);
+        for (i, t) in v.tokens.iter().enumerate() {
+            // As llama.cpp's text-to-token map: a text given twice is the later id.
+            vocab.insert(t.clone(), i as u32);
+        }
+        let mut bpe = tokenizers::models::bpe::BPE::builder().vocab_and_merges(vocab, merges).byte_fallback(true);
+        // llama.cpp's defaults for a `llama` vocabulary when the keys are absent: unknown 0, BOS 1,
+        // BOS added, a space put before the text.
+        let unk = v.unk_id.unwrap_or(0) as usize;
+        if let Some(t) = v.tokens.get(unk) {
+            bpe = bpe.unk_token(t.clone());
+        }
+        let bpe = bpe.build().map_err(|e| err(format!("building the SentencePiece merges: {e}")))?;
+        let mut inner = tokenizers::Tokenizer::new(bpe);
+        let space = Replace::new(" ", "▁").map_err(|e| err(e.to_string()))?;
+        let prefix = v.add_space_prefix.unwrap_or(true);
+        let normalizer: NormalizerWrapper = if prefix {
+            tokenizers::normalizers::Sequence::new(vec![Prepend::new("▁".into()).into(), space.into()]).into()
+        } else {
+            space.into()
+        };
+        inner.with_normalizer(Some(normalizer));
+        let mut decoders: Vec<DecoderWrapper> = vec![
+            Replace::new("▁", " ").map_err(|e| err(e.to_string()))?.into(),
+            ByteFallback::new().into(),
+            Fuse::new().into(),
+        ];
+        if prefix {
+            decoders.push(Strip::new(' ', 1, 0).into());
+        }
+        inner.with_decoder(Some(Sequence::new(decoders)));
+        // Control, user-defined and unknown tokens are cut out of the text first, whole, as
+        // llama.cpp does with `special = true`; each piece between them is tokenized alone (and
+        // gets its own space prefix, as in llama.cpp, where each follows a special token).
+        let whole: Vec<AddedToken> = (0..n)
+            .filter(|&i| is_matched_whole(ty(i)))
+            .map(|i| AddedToken::from(v.tokens[i].clone(), ty(i) != TYPE_USER_DEFINED).normalized(false))
+            .collect();
+        inner.add_special_tokens(&whole);
+        let bos = if v.add_bos.unwrap_or(true) { Some(v.bos_id.unwrap_or(1)) } else { None };
+        Ok(Tokenizer { inner, path: path.to_path_buf(), bos })
     }
 
     /// Token ids of `text`, special tokens matched, no post-processing.
@@ -118,8 +196,150 @@ impl Tokenizer {
     }
 }
 
+// GGUF token types (llama.cpp's `llama_token_type`).
+const TYPE_NORMAL: i32 = 1;
+const TYPE_UNKNOWN: i32 = 2;
+const TYPE_CONTROL: i32 = 3;
+const TYPE_USER_DEFINED: i32 = 4;
+const TYPE_BYTE: i32 = 6;
+
+/// Tokens llama.cpp cuts out of the text whole before tokenizing the rest (`special = true`).
+fn is_matched_whole(ty: i32) -> bool {
+    matches!(ty, TYPE_UNKNOWN | TYPE_CONTROL | TYPE_USER_DEFINED)
+}
+
+/// The BPE merges that reproduce llama.cpp's score-driven merging: every split of a token into
+/// two tokens, ranked by the whole token's score, highest first (then as transformers orders
+/// them: the longer left part first, then by ids, so the order is total).
+///
+/// llama.cpp merges any two adjacent symbols whose text is a token, the highest score first and
+/// the leftmost of equal scores. A BPE ranks pairs, so the two agree wherever no two different
+/// splits of one token compete at overlapping places (scores of a SentencePiece vocabulary's
+/// normal tokens are distinct). Tokens cut out whole (control, user-defined, unknown) never occur
+/// inside a piece of text, so they take no part; byte tokens are never a part (a character
+/// outside the vocabulary stays bytes, as in llama.cpp).
+fn spm_merges(tokens: &[String], scores: &[f32], ty: &dyn Fn(usize) -> i32) -> Vec<(String, String)> {
+    let index: std::collections::HashMap<&str, usize> =
+        tokens.iter().enumerate().filter(|&(i, _)| !is_matched_whole(ty(i))).map(|(i, t)| (t.as_str(), i)).collect();
+    let part = |s: &str| index.get(s).copied().filter(|&i| ty(i) != TYPE_BYTE);
+    // (whole, left, right, left length in chars)
+    let mut found: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for (whole, t) in tokens.iter().enumerate() {
+        if is_matched_whole(ty(whole)) {
+            continue;
+        }
+        for (chars, (at, _)) in t.char_indices().enumerate().skip(1) {
+            if let (Some(l), Some(r)) = (part(&t[..at]), part(&t[at..])) {
+                found.push((whole, l, r, chars));
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        let by_score = scores[b.0].partial_cmp(&scores[a.0]).unwrap_or(std::cmp::Ordering::Equal);
+        by_score.then(b.3.cmp(&a.3)).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1))
+    });
+    found.into_iter().map(|(_, l, r, _)| (tokens[l].clone(), tokens[r].clone())).collect()
+}
+
 fn split_then_bytes(re: &str) -> serde_json::Value {
     json!({"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": re}, "behavior": "Isolated", "invert": false},
         {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny SentencePiece vocabulary: unknown, BOS, EOS, the 256 byte tokens (`<0xXX>` is id
+    /// 3 + XX), then `▁` a b c, and three merged tokens whose scores put `bc` before `ab` before
+    /// `▁a`.
+    fn tiny(add_space_prefix: bool) -> Tokenizer {
+        let mut tokens = vec!["<unk>".to_string(), "<s>".into(), "</s>".into()];
+        let mut types = vec![TYPE_UNKNOWN, TYPE_CONTROL, TYPE_CONTROL];
+        let mut scores = vec![0.0, 0.0, 0.0];
+        for b in 0..=255u8 {
+            tokens.push(format!("<0x{b:02X}>"));
+            types.push(TYPE_BYTE);
+            scores.push(0.0);
+        }
+        for (t, s) in [("▁", -10.0), ("a", -11.0), ("b", -12.0), ("c", -13.0), ("bc", -1.0), ("ab", -2.0), ("▁a", -3.0)]
+        {
+            tokens.push(t.into());
+            types.push(TYPE_NORMAL);
+            scores.push(s);
+        }
+        let v = GgufVocab {
+            model: "llama".into(),
+            tokens,
+            token_types: types,
+            scores,
+            add_space_prefix: Some(add_space_prefix),
+            bos_id: Some(1),
+            ..Default::default()
+        };
+        Tokenizer::from_gguf(&v, Path::new("tiny.gguf")).unwrap()
+    }
+
+    // Ids of the tiny vocabulary's normal tokens.
+    const SPACE: u32 = 259;
+    const A: u32 = 260;
+    const B: u32 = 261;
+    const BC: u32 = 263;
+    const AB: u32 = 264;
+    const SPACE_A: u32 = 265;
+
+    #[test]
+    fn sentencepiece_merges_the_highest_score_first() {
+        let t = tiny(true);
+        // "▁abc": bc (-1) before ab (-2) before ▁a (-3); ▁abc and abc are not tokens.
+        assert_eq!(t.encode("abc").unwrap(), vec![1, SPACE_A, BC]);
+        // "▁ab▁a": ab first; then ▁+a at 0 is stale (a is inside ab), ▁+a at 3 merges.
+        assert_eq!(t.encode("ab a").unwrap(), vec![1, SPACE, AB, SPACE_A]);
+        // Two spaces are two ▁, the first joining nothing.
+        assert_eq!(t.encode("a  b").unwrap(), vec![1, SPACE_A, SPACE, SPACE, B]);
+    }
+
+    #[test]
+    fn sentencepiece_falls_back_to_bytes() {
+        // 😀 is F0 9F 98 80, none of them a character of the vocabulary.
+        assert_eq!(t_ids(&tiny(true), "a😀"), vec![1, SPACE_A, 3 + 0xF0, 3 + 0x9F, 3 + 0x98, 3 + 0x80]);
+        assert_eq!(t_ids(&tiny(false), "é"), vec![1, 3 + 0xC3, 3 + 0xA9]);
+    }
+
+    fn t_ids(t: &Tokenizer, s: &str) -> Vec<u32> {
+        t.encode(s).unwrap()
+    }
+
+    #[test]
+    fn sentencepiece_space_prefix_and_specials() {
+        let t = tiny(false);
+        assert_eq!(t.encode("ab").unwrap(), vec![1, AB]);
+        assert_eq!(t.encode(" a").unwrap(), vec![1, SPACE_A]);
+        assert_eq!(t.encode("").unwrap(), vec![1]);
+        // Control tokens are matched whole; with the prefix on, each piece after one gets its ▁
+        // (llama.cpp prefixes every piece that follows a special token).
+        assert_eq!(tiny(true).encode("</s>b").unwrap(), vec![1, 2, SPACE, B]);
+        assert_eq!(t.encode("</s>b").unwrap(), vec![1, 2, B]);
+        // A prompt that starts with BOS gets no second one.
+        assert_eq!(t.encode("<s>a").unwrap(), vec![1, A]);
+        // Decoding puts the spaces back, and drops the prefix the encoder added.
+        assert_eq!(tiny(true).decode(&[SPACE_A, BC]).unwrap(), "abc");
+        assert_eq!(t.decode(&[AB, SPACE_A, 3 + 0xC3, 3 + 0xA9]).unwrap(), "ab aé");
+    }
+
+    #[test]
+    fn sentencepiece_needs_a_score_per_token() {
+        let v = GgufVocab {
+            model: "llama".into(),
+            tokens: vec!["a".into(), "b".into()],
+            scores: vec![0.0],
+            ..Default::default()
+        };
+        let e = Tokenizer::from_gguf(&v, Path::new("x.gguf")).err().unwrap().to_string();
+        assert!(e.contains("has 1 entries for 2 tokens"), "{e}");
+        let v = GgufVocab { model: "bert".into(), ..Default::default() };
+        let e = Tokenizer::from_gguf(&v, Path::new("x.gguf")).err().unwrap().to_string();
+        assert!(e.contains("`bert` is not supported"), "{e}");
+    }
 }

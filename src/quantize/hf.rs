@@ -281,8 +281,7 @@ fn check_round_trip(vocab: &Vocab, tok_path: &Path, output: &Path) -> Result<()>
         tokens: vocab.tokens.clone(),
         token_types: vocab.types.clone(),
         merges: vocab.merges.clone(),
-        add_bos: false,
-        bos_id: None,
+        ..Default::default()
     };
     let ours = Tokenizer::from_gguf(&gguf_vocab, output)?;
     let theirs = Tokenizer::from_json_file(tok_path)?;

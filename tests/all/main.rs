@@ -16,3 +16,4 @@ mod fuzz_regressions;
 mod hub;
 mod long_state;
 mod quantize_hf;
+mod sentencepiece;
