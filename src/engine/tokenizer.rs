@@ -150,7 +150,7 @@ impl Tokenizer {
         // llama.cpp does with `special = true`; each piece between them is tokenized alone (and
         // gets its own space prefix, as in llama.cpp, where each follows a special token).
         let whole: Vec<AddedToken> = (0..n)
-            .filter(|&i| is_matched_whole(ty(i)))
+            .filter(|&i| is_matched_whole(ty(i)) && !v.tokens[i].is_empty())
             .map(|i| AddedToken::from(v.tokens[i].clone(), ty(i) != TYPE_USER_DEFINED).normalized(false))
             .collect();
         inner.add_special_tokens(&whole);
