@@ -26,8 +26,26 @@ enum Which {
     MakeModel(MakeModelArgs),
     /// Time reading the answer logits after suffixes of several lengths on a fixed prefix.
     LogitCost(LogitCostArgs),
+    /// Full next-token logits after given token ids (no tokenizer used), as JSON: for comparing
+    /// with another engine fed the same ids (bench/gemma3-logits-vs-llamacpp).
+    Logits(LogitsArgs),
 }
 
+#[derive(Args)]
+struct LogitsArgs {
+    /// JSON: {"prompts": [{"id": "...", "token_ids": [...]}, ...]}.
+    #[arg(long)]
+    ids: PathBuf,
+    /// Also compute each prompt as a cached prefix of this share of its tokens plus the rest,
+    /// and record the largest difference from the one-pass logits.
+    #[arg(long)]
+    split: Option<f64>,
+    /// Write {"model": …, "items": [{"id", "logits": [...]}]} here.
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
+}
 #[derive(Args)]
 struct LogitCostArgs {
     /// Suffix lengths (tokens after the fixed prefix) to time.
@@ -113,7 +131,61 @@ pub fn run(a: BenchArgs) -> Result<i32> {
         Which::Levers(l) => super::levers::run_levers(l),
         Which::MakeModel(m) => run_make_model(m),
         Which::LogitCost(l) => run_logit_cost(l),
+        Which::Logits(l) => run_logits(l),
     }
+}
+
+fn run_logits(a: LogitsArgs) -> Result<i32> {
+    use readout::engine::{BareModel, Prefix};
+    #[derive(serde::Deserialize)]
+    struct Prompt {
+        id: String,
+        token_ids: Vec<u32>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Prompts {
+        prompts: Vec<Prompt>,
+    }
+    let text = std::fs::read_to_string(&a.ids).with_context(|| format!("reading {}", a.ids.display()))?;
+    let prompts: Prompts = serde_json::from_str(&text).with_context(|| format!("parsing {}", a.ids.display()))?;
+    if let Some(share) = a.split.filter(|s| !(0.0..1.0).contains(s)) {
+        return Err(readout::Error::Config(format!("--split {share}: give a share in [0, 1)")).into());
+    }
+    let path = a.model.model.clone().unwrap_or_else(super::default_model);
+    let opts = readout::engine::LoadOptions {
+        device: a.model.device,
+        matmul: a.model.matmul,
+        weights: a.model.weights,
+        int8_activations: a.model.int8_activations,
+        kv_cache: a.model.kv_cache,
+        threads: a.model.threads,
+        chat_template: None,
+    };
+    let model = BareModel::load(&path, &opts).with_context(|| format!("loading model {}", path.display()))?;
+    let mut items = Vec::with_capacity(prompts.prompts.len());
+    for p in &prompts.prompts {
+        let (_, logits) = model.next_logits(&Prefix::empty(), &p.token_ids)?;
+        let mut item = serde_json::json!({"id": p.id, "tokens": p.token_ids.len(), "logits": logits});
+        if let Some(share) = a.split {
+            let cut = ((p.token_ids.len() as f64 * share) as usize).clamp(1, p.token_ids.len().saturating_sub(1).max(1));
+            let (pre, _) = model.next_logits(&Prefix::empty(), &p.token_ids[..cut])?;
+            let (_, split) = model.next_logits(&pre, &p.token_ids[cut..])?;
+            let d = logits.iter().zip(&split).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            item["split_at"] = serde_json::json!(cut);
+            item["split_max_abs_diff"] = serde_json::json!(d);
+        }
+        items.push(item);
+    }
+    let info = model.info();
+    let n = items.len();
+    let out = serde_json::json!({
+        "model": {"path": path, "name": info.name, "architecture": info.architecture, "quantisation": info.quantisation,
+                  "weights": info.weights, "activations": info.activations, "kv_cache": info.kv_cache, "device": info.device},
+        "items": items,
+    });
+    std::fs::write(&a.out, serde_json::to_vec(&out)?).with_context(|| format!("writing {}", a.out.display()))?;
+    eprintln!("wrote {} ({n} prompts)", a.out.display());
+    Ok(0)
 }
 
 fn run_prefill(a: PrefillArgs) -> Result<i32> {

@@ -1,6 +1,8 @@
 //! The shape of a transformer, read from GGUF metadata or a Hugging Face `config.json`.
-//! Both supported families (`llama`, `qwen3`) share one decoder; they differ in the per-head
-//! q/k norms and in how RoPE pairs dimensions.
+//! The supported families (`llama`, `qwen3`, `gemma3`) share one decoder; `llama` and `qwen3`
+//! differ in the per-head q/k norms and in how RoPE pairs dimensions; `gemma3` adds what
+//! [`Gemma`] describes (sliding-window layers, norms after attention and MLP, a GELU MLP, a
+//! scaled embedding).
 
 use serde::Serialize;
 
@@ -14,6 +16,7 @@ pub const MAX_CONTEXT: usize = 1 << 20;
 pub enum Architecture {
     Llama,
     Qwen3,
+    Gemma3,
 }
 
 impl Architecture {
@@ -22,6 +25,7 @@ impl Architecture {
         match name {
             "llama" | "LlamaForCausalLM" => Some(Self::Llama),
             "qwen3" | "Qwen3ForCausalLM" => Some(Self::Qwen3),
+            "gemma3" | "Gemma3ForCausalLM" | "gemma3_text" => Some(Self::Gemma3),
             _ => None,
         }
     }
@@ -30,6 +34,7 @@ impl Architecture {
         match self {
             Self::Llama => "llama",
             Self::Qwen3 => "qwen3",
+            Self::Gemma3 => "gemma3",
         }
     }
 }
@@ -59,6 +64,51 @@ pub struct ModelConfig {
     pub context_length: usize,
     pub tie_embeddings: bool,
     pub rope_style: RopeStyle,
+    /// What Gemma 3 adds to the decoder; `None` for `llama` and `qwen3`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemma: Option<Gemma>,
+}
+
+/// Gemma 3's departures from the llama decoder, as llama.cpp's `gemma3` graph and transformers'
+/// `Gemma3ForCausalLM` compute them: the input embedding multiplied by `embed_scale` (√hidden,
+/// rounded to the embedding's dtype), RMSNorm weights used as `1 + w` (GGUF files store them with
+/// the 1 added; Hugging Face checkpoints store `w` and the loader adds 1), a norm after attention
+/// and after the MLP as well as before, a GELU (tanh) gated MLP, per-head q/k norms, and local
+/// layers that attend over a sliding window with their own RoPE base.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gemma {
+    /// A local layer's query at position `p` sees keys at positions `q` with `p − q < window`
+    /// (itself included), as llama.cpp's standard sliding window masks `p − q ≥ window`.
+    pub sliding_window: usize,
+    /// Per layer, whether it is local (sliding window); the others attend over everything.
+    pub local_layers: Vec<bool>,
+    /// RoPE base of the local layers (the global layers use `rope_theta`).
+    pub rope_local_theta: f32,
+    /// Linear RoPE scaling of the global layers: positions are multiplied by this (1 / the
+    /// file's scaling factor; 1 without one). Local layers are never scaled.
+    pub rope_global_scale: f32,
+    /// The attention scores' scale: `query_pre_attn_scalar^-½` (Hugging Face), or as llama.cpp
+    /// sets it for GGUF files (`key_length^-½`).
+    pub query_scale: f64,
+    /// The embedding rows are multiplied by this.
+    pub embed_scale: f32,
+    /// `cap · tanh(logits / cap)` on the output when the model has one (Gemma 2 did; Gemma 3
+    /// has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_logit_softcap: Option<f32>,
+}
+
+impl Gemma {
+    /// The local/global pattern llama.cpp sets for `gemma3` (`set_swa_pattern(6)`) and older
+    /// `config.json` files give as `sliding_window_pattern`: every `pattern`-th layer global,
+    /// the others local.
+    pub fn pattern(num_layers: usize, pattern: usize) -> Vec<bool> {
+        (0..num_layers).map(|i| pattern == 0 || (i + 1) % pattern != 0).collect()
+    }
+
+    /// What llama.cpp sets for `gemma3` when the file says nothing else.
+    pub const PATTERN: usize = 6;
+    pub const LOCAL_ROPE_THETA: f32 = 10_000.0;
 }
 
 impl ModelConfig {
@@ -107,6 +157,33 @@ impl ModelConfig {
         if !self.head_dim.is_multiple_of(2) {
             return Err(format!("head_dim {} is odd; RoPE needs pairs", self.head_dim));
         }
+        if let Some(g) = &self.gemma {
+            if g.sliding_window == 0 {
+                return Err("the sliding window is 0 tokens; a local layer must see at least its own token".into());
+            }
+            if g.local_layers.len() != self.num_layers {
+                return Err(format!(
+                    "{} layer types are given for {} layers",
+                    g.local_layers.len(),
+                    self.num_layers
+                ));
+            }
+            for (k, v) in [
+                ("local RoPE base", g.rope_local_theta),
+                ("RoPE scale", g.rope_global_scale),
+                ("embedding scale", g.embed_scale),
+                ("query scale", g.query_scale as f32),
+            ] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(format!("the {k} is {v}; it must be a positive number"));
+                }
+            }
+            if let Some(c) = g.final_logit_softcap {
+                if !(c.is_finite() && c > 0.0) {
+                    return Err(format!("the final logit soft cap is {c}; it must be a positive number"));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -116,14 +193,45 @@ impl ModelConfig {
         let q = (self.num_heads * self.head_dim) as u64;
         let kv = (self.num_kv_heads * self.head_dim) as u64;
         let ff = self.intermediate_size as u64;
-        // Qwen3 adds an RMSNorm weight over each head's q and k (head_dim each).
-        let qk_norms = match self.architecture {
-            Architecture::Qwen3 => 2 * self.head_dim as u64,
-            Architecture::Llama => 0,
+        // Qwen3 and Gemma 3 add an RMSNorm weight over each head's q and k (head_dim each);
+        // Gemma 3 also a norm after attention and after the MLP.
+        let (qk_norms, post_norms) = match self.architecture {
+            Architecture::Qwen3 => (2 * self.head_dim as u64, 0),
+            Architecture::Gemma3 => (2 * self.head_dim as u64, 2 * d),
+            Architecture::Llama => (0, 0),
         };
-        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms;
+        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms + post_norms;
         let emb = self.vocab_size as u64 * d;
         let head = if self.tie_embeddings { 0 } else { emb };
         per_layer * self.num_layers as u64 + emb + head + d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_local_layers_to_one_global() {
+        let p = Gemma::pattern(18, Gemma::PATTERN);
+        let global: Vec<usize> = (0..18).filter(|&i| !p[i]).collect();
+        assert_eq!(global, vec![5, 11, 17]);
+        assert_eq!(Gemma::pattern(3, 1), vec![false; 3]);
+        assert_eq!(Gemma::pattern(2, 0), vec![true; 2]);
+    }
+
+    #[test]
+    fn names_of_the_three_families() {
+        for (name, arch) in [
+            ("llama", Architecture::Llama),
+            ("Qwen3ForCausalLM", Architecture::Qwen3),
+            ("gemma3", Architecture::Gemma3),
+            ("Gemma3ForCausalLM", Architecture::Gemma3),
+            ("gemma3_text", Architecture::Gemma3),
+        ] {
+            assert_eq!(Architecture::from_name(name), Some(arch));
+        }
+        assert_eq!(Architecture::from_name("gpt2"), None);
+        assert_eq!(Architecture::from_name("gemma2"), None);
     }
 }

@@ -1,6 +1,6 @@
-//! Two element-wise steps of the forward pass as fused passes on CPU: attention's scaled,
-//! masked softmax (in place) and the MLP's SwiGLU (`silu(gate) * up`, from the joined gate-and-up
-//! product).
+//! Element-wise steps of the forward pass as fused passes on CPU: attention's scaled, masked
+//! softmax (in place) and the MLP's SwiGLU (`silu(gate) * up`, from the joined gate-and-up
+//! product) or, for Gemma 3, GeGLU (`gelu_tanh(gate) * up`).
 //!
 //! Why they are ours: with candle's stock ops the attention weights take four passes and three
 //! temporary tensors (scale, broadcast mask add, softmax, divide) and SwiGLU two passes and two
@@ -83,6 +83,51 @@ impl CustomOp1 for SwiGlu {
             )
         });
         Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
+    }
+}
+
+/// `gelu(gate) * up` (GELU's tanh approximation, as Gemma's `gelu_pytorch_tanh` and llama.cpp's
+/// `ggml_gelu`) of the joined gate-and-up product `[rows, 2·ff]`, into a fresh `[rows, ff]`.
+pub(crate) fn geglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
+    gate_up.apply_op1_no_bwd(&GeGlu)
+}
+
+struct GeGlu;
+
+impl CustomOp1 for GeGlu {
+    fn name(&self) -> &'static str {
+        "readout-geglu"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        let gate_up = f32_slice(s, l, "geglu gate and up")?;
+        let (rows, both) = l.shape().dims2()?;
+        if both % 2 != 0 || both == 0 {
+            candle_core::bail!("geglu: a row of gate and up has {both} values, not an even number");
+        }
+        let ff = both / 2;
+        let mut out = vec![0f32; rows * ff];
+        out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
+            on_widest_simd(
+                #[inline(always)]
+                || geglu_portable(o, &gu[..ff], &gu[ff..]),
+            )
+        });
+        Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
+    }
+}
+
+#[inline(always)]
+fn geglu_portable(out: &mut [f32], g: &[f32], u: &[f32]) {
+    // √(2/π)
+    const C: f32 = 0.797_884_6;
+    for ((o, &x), &up) in out.iter_mut().zip(g).zip(u) {
+        let y = C * x * (1.0 + 0.044_715 * x * x);
+        // tanh(y) from e^-2|y| (never overflows): (1 − e)/(1 + e), with y's sign.
+        let e = exp_nonpositive(-2.0 * y.abs());
+        let t = (1.0 - e) / (1.0 + e);
+        let t = if y >= 0.0 { t } else { -t };
+        *o = 0.5 * x * (1.0 + t) * up;
     }
 }
 
@@ -294,6 +339,26 @@ mod tests {
         assert!(swiglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
         assert_eq!(v[0][0], 0.0);
         assert!((v[0][1] - l3 * 1.5).abs() < 1e-6 && (v[0][2] + l3 * 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn geglu_matches_candle_ops() {
+        let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
+        let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
+        // candle's `gelu` is the tanh approximation.
+        let want = (gate.gelu().unwrap() * &up).unwrap();
+        let got = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
+        let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
+        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
+        // By hand: gelu(0) = 0; gelu(x) → x for large x, → 0 for large −x; gelu(1) with
+        // y = √(2/π)·1.044715 = 0.833562, tanh(y) = 0.682384: 0.5·(1 + 0.682384) = 0.841192.
+        let gate = Tensor::new(&[[0f32, 1.0, 30.0, -30.0]], &Device::Cpu).unwrap();
+        let up = Tensor::new(&[[5f32, 1.0, 2.0, 2.0]], &Device::Cpu).unwrap();
+        let v: Vec<Vec<f32>> = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
+        assert_eq!(v[0][0], 0.0);
+        assert!((v[0][1] - 0.841_192).abs() < 1e-5, "{}", v[0][1]);
+        assert!((v[0][2] - 60.0).abs() < 1e-4 && v[0][3].abs() < 1e-6);
+        assert!(geglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
     }
 
     #[test]

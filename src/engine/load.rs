@@ -2,7 +2,7 @@
 //! its metadata) or a Hugging Face directory (`config.json`, `tokenizer.json`,
 //! `tokenizer_config.json`, safetensors). Every failure names the file and says what to do.
 
-use super::config::{Architecture, ModelConfig, RopeStyle};
+use super::config::{Architecture, Gemma, ModelConfig, RopeStyle};
 pub(crate) use super::model::Hold;
 use super::model::{Layer, Linear, LoadedWeight, MatmulPath, Table, Transformer};
 use super::weights::Encoded;
@@ -128,6 +128,7 @@ fn load_gguf(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         "output.weight",
         names,
         GGUF_KEYS,
+        0.0,
     )?;
 
     let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
@@ -218,12 +219,42 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
     let head_dim = get_u("attention.key_length").unwrap_or(hidden / heads.max(1));
     let n_tokens = md.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()).map(|v| v.len()).unwrap_or(0);
     let has_output = content.tensor_infos.contains_key("output.weight");
+    let num_layers = get_u("block_count")?;
+    let gemma = match arch {
+        Architecture::Gemma3 => {
+            // As llama.cpp's `gemma3` loader: the window is required, five local layers to one
+            // global, local RoPE base 10,000 unscaled; the global layers take the file's base
+            // and its (linear) scaling factor.
+            let window = get_u("attention.sliding_window")?;
+            let scaling = get_str(&format!("{a}.rope.scaling.type"));
+            if let Some(t) = scaling.as_deref().filter(|t| !matches!(*t, "none" | "linear")) {
+                return Err(Error::BadModelConfig {
+                    path: path.to_path_buf(),
+                    detail: format!("`{a}.rope.scaling.type` is `{t}`; Readout runs gemma3 models with linear RoPE scaling or none"),
+                });
+            }
+            let factor = get_f("rope.scaling.factor").or_else(|| get_f("rope.scale_linear")).unwrap_or(0.0);
+            // llama.cpp's hparams.f_attention_scale: 27B (62 layers) scales by hidden / heads.
+            let query_len = if num_layers == 62 { hidden / heads.max(1) } else { head_dim };
+            Some(Gemma {
+                sliding_window: window,
+                local_layers: Gemma::pattern(num_layers, Gemma::PATTERN),
+                rope_local_theta: Gemma::LOCAL_ROPE_THETA,
+                rope_global_scale: if factor == 0.0 { 1.0 } else { 1.0 / factor },
+                query_scale: 1.0 / (query_len as f32).sqrt() as f64,
+                // llama.cpp scales the f32 rows it looked up by sqrtf(n_embd).
+                embed_scale: (hidden as f32).sqrt(),
+                final_logit_softcap: get_f("final_logit_softcapping").filter(|&c| c != 0.0),
+            })
+        }
+        Architecture::Llama | Architecture::Qwen3 => None,
+    };
     let cfg = ModelConfig {
         architecture: arch,
         vocab_size: get_u("vocab_size").unwrap_or(n_tokens),
         hidden_size: hidden,
         intermediate_size: get_u("feed_forward_length")?,
-        num_layers: get_u("block_count")?,
+        num_layers,
         num_heads: heads,
         num_kv_heads: kv_heads,
         head_dim,
@@ -233,8 +264,9 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
         tie_embeddings: !has_output,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen3 => RopeStyle::Halves,
+            Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
         },
+        gemma,
     };
     Ok(cfg)
 }
@@ -308,6 +340,9 @@ struct BlockKeys {
     q_norm: &'static str,
     k_norm: &'static str,
     ffn_norm: &'static str,
+    /// Gemma 3's norms after attention and after the MLP.
+    attn_post_norm: &'static str,
+    ffn_post_norm: &'static str,
     gate: &'static str,
     up: &'static str,
     down: &'static str,
@@ -322,6 +357,8 @@ const GGUF_KEYS: BlockKeys = BlockKeys {
     q_norm: "attn_q_norm",
     k_norm: "attn_k_norm",
     ffn_norm: "ffn_norm",
+    attn_post_norm: "post_attention_norm",
+    ffn_post_norm: "post_ffw_norm",
     gate: "ffn_gate",
     up: "ffn_up",
     down: "ffn_down",
@@ -336,9 +373,20 @@ const HF_KEYS: BlockKeys = BlockKeys {
     q_norm: "self_attn.q_norm",
     k_norm: "self_attn.k_norm",
     ffn_norm: "post_attention_layernorm",
+    attn_post_norm: "",
+    ffn_post_norm: "",
     gate: "mlp.gate_proj",
     up: "mlp.up_proj",
     down: "mlp.down_proj",
+};
+
+/// Gemma 3's block in a Hugging Face checkpoint: there `post_attention_layernorm` is the norm
+/// after attention, and the MLP's own norm is `pre_feedforward_layernorm`.
+const GEMMA_HF_KEYS: BlockKeys = BlockKeys {
+    ffn_norm: "pre_feedforward_layernorm",
+    attn_post_norm: "post_attention_layernorm",
+    ffn_post_norm: "post_feedforward_layernorm",
+    ..HF_KEYS
 };
 
 #[allow(clippy::too_many_arguments)]
@@ -353,6 +401,7 @@ fn build(
     head_name: &str,
     names: impl Fn(usize, &str) -> String,
     keys: BlockKeys,
+    norm_shift: f32,
 ) -> Result<Transformer> {
     let (d, kv, q, ff, hd) = (
         cfg.hidden_size,
@@ -383,8 +432,13 @@ fn build(
             _ => Ok(None),
         }
     };
+    // A norm weight as the forward multiplies by it: Gemma 3's Hugging Face checkpoints store
+    // `w` of its `1 + w` (GGUF converters add the 1, and `norm_shift` is 0 for them).
+    let shift = |t: Tensor| -> Result<Tensor> {
+        Ok(if norm_shift == 0.0 { t } else { t.affine(1.0, norm_shift as f64)? })
+    };
     let embed_w = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?;
-    let norm = shaped(norm_name.to_string(), &[d])?.into_dense(device)?;
+    let norm = shift(shaped(norm_name.to_string(), &[d])?.into_dense(device)?)?;
     let (head, head_q, embed) = if cfg.tie_embeddings {
         let q = quant_of(&embed_w)?;
         let e = Arc::new(Table::new(embed_w, native, device)?);
@@ -402,16 +456,34 @@ fn build(
         let wo = Linear::new(w(keys.o, &[d, q])?, hold, device)?;
         let w_gate_up = Linear::join(vec![w(keys.gate, &[ff, d])?, w(keys.up, &[ff, d])?], hold, device)?;
         let w_down = Linear::new(w(keys.down, &[d, ff])?, hold, device)?;
-        let mut vecw = |k: &str, n: usize| -> Result<Tensor> { Ok(shaped(names(i, k), &[n])?.into_dense(device)?) };
+        let mut vecw = |k: &str, n: usize| -> Result<Tensor> { shift(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
         let ffn_norm = vecw(keys.ffn_norm, d)?;
         let (q_norm, k_norm) = match cfg.architecture {
-            Architecture::Qwen3 => (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?)),
+            Architecture::Qwen3 | Architecture::Gemma3 => (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?)),
             Architecture::Llama => (None, None),
         };
-        layers.push(Layer { attn_norm, wqkv, wo, q_norm, k_norm, ffn_norm, w_gate_up, w_down });
+        let (attn_post_norm, ffn_post_norm) = match cfg.architecture {
+            Architecture::Gemma3 => (Some(vecw(keys.attn_post_norm, d)?), Some(vecw(keys.ffn_post_norm, d)?)),
+            Architecture::Llama | Architecture::Qwen3 => (None, None),
+        };
+        let local = cfg.gemma.as_ref().is_some_and(|g| g.local_layers[i]);
+        layers.push(Layer {
+            attn_norm,
+            wqkv,
+            wo,
+            q_norm,
+            k_norm,
+            attn_post_norm,
+            ffn_norm,
+            w_gate_up,
+            w_down,
+            ffn_post_norm,
+            local,
+        });
     }
-    let rope_inv = Transformer::rope_frequencies(cfg);
+    let rope_inv = Transformer::rope_frequencies(cfg.rope_theta, cfg.head_dim);
+    let rope_local_inv = cfg.gemma.as_ref().map(|g| Transformer::rope_frequencies(g.rope_local_theta, cfg.head_dim));
     Ok(Transformer {
         cfg: cfg.clone(),
         embed,
@@ -420,6 +492,7 @@ fn build(
         head,
         head_q,
         rope_inv,
+        rope_local_inv,
         device: device.clone(),
         kv_f16: false,
     })
@@ -451,6 +524,111 @@ struct HfConfig {
     tie_word_embeddings: Option<bool>,
     #[serde(default)]
     torch_dtype: Option<String>,
+    /// Newer transformers write `dtype` where older ones wrote `torch_dtype`.
+    #[serde(default)]
+    dtype: Option<String>,
+    // Gemma 3 (`Gemma3TextConfig`).
+    #[serde(default)]
+    sliding_window: Option<usize>,
+    #[serde(default)]
+    sliding_window_pattern: Option<usize>,
+    #[serde(default)]
+    layer_types: Option<Vec<String>>,
+    #[serde(default)]
+    rope_local_base_freq: Option<f32>,
+    #[serde(default)]
+    rope_scaling: Option<serde_json::Value>,
+    #[serde(default)]
+    rope_parameters: Option<serde_json::Value>,
+    #[serde(default)]
+    query_pre_attn_scalar: Option<f64>,
+    #[serde(default)]
+    final_logit_softcapping: Option<f32>,
+    #[serde(default)]
+    attn_logit_softcapping: Option<f32>,
+    #[serde(default)]
+    hidden_activation: Option<String>,
+}
+
+/// `√hidden` rounded to `dtype` (`bfloat16`, `float16`, else f32), as transformers' Gemma 3
+/// embedding multiplies by it: `embed_scale.to(weight.dtype)`.
+fn gemma_embed_scale(hidden: usize, dtype: &str) -> f32 {
+    let s = (hidden as f64).sqrt() as f32;
+    match dtype {
+        "bfloat16" | "bf16" => half::bf16::from_f32(s).to_f32(),
+        "float16" | "f16" => half::f16::from_f32(s).to_f32(),
+        _ => s,
+    }
+}
+
+/// Gemma 3's fields of `config.json` as [`Gemma`]; `dtype` is the checkpoint's.
+fn hf_gemma(hf: &HfConfig, dtype: &str, cfg_path: &Path) -> Result<Gemma> {
+    let bad = |detail: String| Error::BadModelConfig { path: cfg_path.to_path_buf(), detail };
+    let n = hf.num_hidden_layers;
+    let local_layers = match (&hf.layer_types, hf.sliding_window_pattern) {
+        (Some(types), _) => types
+            .iter()
+            .map(|t| match t.as_str() {
+                "sliding_attention" => Ok(true),
+                "full_attention" => Ok(false),
+                other => Err(bad(format!(
+                    "layer type `{other}` in `layer_types`; a gemma3 layer is `sliding_attention` or `full_attention`"
+                ))),
+            })
+            .collect::<Result<Vec<bool>>>()?,
+        (None, pattern) => Gemma::pattern(n, pattern.unwrap_or(Gemma::PATTERN)),
+    };
+    // RoPE: `rope_parameters` per layer type (newer transformers), else `rope_theta`,
+    // `rope_local_base_freq` and `rope_scaling` (for the global layers).
+    let per_type = |t: &str| hf.rope_parameters.as_ref().and_then(|p| p.get(t)).filter(|v| v.is_object());
+    let (global, local) = (per_type("full_attention"), per_type("sliding_attention"));
+    let theta_of = |v: Option<&serde_json::Value>| v.and_then(|v| v.get("rope_theta")).and_then(|t| t.as_f64());
+    let linear_factor = |v: Option<&serde_json::Value>, what: &str| -> Result<f32> {
+        let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(1.0) };
+        let kind = v.get("rope_type").or_else(|| v.get("type")).and_then(|t| t.as_str()).unwrap_or("default");
+        match kind {
+            "default" => Ok(1.0),
+            "linear" => match v.get("factor").and_then(|f| f.as_f64()) {
+                Some(f) if f > 0.0 => Ok(f as f32),
+                _ => Err(bad(format!("{what} is linear without a positive `factor`"))),
+            },
+            other => Err(bad(format!(
+                "{what} is of type `{other}`; Readout runs gemma3 models with linear RoPE scaling or none"
+            ))),
+        }
+    };
+    let global_factor = match global {
+        Some(g) => linear_factor(Some(g), "the full-attention layers' RoPE")?,
+        None => linear_factor(hf.rope_scaling.as_ref(), "`rope_scaling`")?,
+    };
+    if linear_factor(local, "the sliding-attention layers' RoPE")? != 1.0 {
+        return Err(bad("the sliding-attention layers' RoPE is scaled; Readout scales only the global layers' RoPE, as Gemma 3 does".into()));
+    }
+    if let Some(c) = hf.attn_logit_softcapping {
+        return Err(bad(format!(
+            "`attn_logit_softcapping` is {c}; Gemma 3 has none and Readout does not run it"
+        )));
+    }
+    if let Some(act) = hf.hidden_activation.as_deref().filter(|a| !matches!(*a, "gelu_pytorch_tanh" | "gelu_tanh")) {
+        return Err(bad(format!("`hidden_activation` is `{act}`; a gemma3 MLP is `gelu_pytorch_tanh`")));
+    }
+    let window = hf.sliding_window;
+    if window.is_none() && local_layers.iter().any(|&l| l) {
+        return Err(bad("`sliding_window` is missing, and the model has sliding-attention layers".into()));
+    }
+    let scalar = hf.query_pre_attn_scalar.unwrap_or(hf.head_dim.unwrap_or(256) as f64);
+    if !(scalar.is_finite() && scalar > 0.0) {
+        return Err(bad(format!("`query_pre_attn_scalar` is {scalar}; it must be a positive number")));
+    }
+    Ok(Gemma {
+        sliding_window: window.unwrap_or(usize::MAX).max(1),
+        local_layers,
+        rope_local_theta: theta_of(local).map(|t| t as f32).or(hf.rope_local_base_freq).unwrap_or(Gemma::LOCAL_ROPE_THETA),
+        rope_global_scale: 1.0 / global_factor,
+        query_scale: scalar.powf(-0.5),
+        embed_scale: gemma_embed_scale(hf.hidden_size, dtype),
+        final_logit_softcap: hf.final_logit_softcapping.filter(|&c| c != 0.0),
+    })
 }
 
 /// The model's shape from `config.json` (validated), and its `torch_dtype`.
@@ -476,6 +654,18 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let arch = Architecture::from_name(&arch_name)
         .or_else(|| hf.model_type.as_deref().and_then(Architecture::from_name))
         .ok_or_else(|| Error::UnsupportedArchitecture { path: cfg_path.clone(), arch: arch_name.clone() })?;
+    let dtype = hf.torch_dtype.clone().or(hf.dtype.clone()).unwrap_or_else(|| "float32".into());
+    let gemma = match arch {
+        Architecture::Gemma3 => Some(hf_gemma(&hf, &dtype, &cfg_path)?),
+        Architecture::Llama | Architecture::Qwen3 => None,
+    };
+    let global_theta = hf
+        .rope_parameters
+        .as_ref()
+        .and_then(|p| p.get("full_attention"))
+        .and_then(|g| g.get("rope_theta"))
+        .and_then(|t| t.as_f64())
+        .map(|t| t as f32);
     let cfg = ModelConfig {
         architecture: arch,
         vocab_size: hf.vocab_size,
@@ -485,14 +675,20 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
         num_heads: hf.num_attention_heads,
         num_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
         head_dim: hf.head_dim.unwrap_or(hf.hidden_size / hf.num_attention_heads.max(1)),
-        rope_theta: hf.rope_theta.unwrap_or(10_000.0),
+        rope_theta: match (arch, gemma.is_some()) {
+            // Gemma3TextConfig's default base is 1,000,000.
+            (Architecture::Gemma3, true) => global_theta.or(hf.rope_theta).unwrap_or(1_000_000.0),
+            _ => hf.rope_theta.unwrap_or(10_000.0),
+        },
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
         context_length: hf.max_position_embeddings.unwrap_or(4096).min(32_768),
-        tie_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+        // Gemma 3 ties its head to the embedding unless config.json says otherwise.
+        tie_embeddings: hf.tie_word_embeddings.unwrap_or(arch == Architecture::Gemma3),
         rope_style: RopeStyle::Halves,
+        gemma,
     };
     cfg.validate().map_err(|d| Error::BadModelConfig { path: cfg_path.clone(), detail: d })?;
-    Ok((cfg, hf.torch_dtype.unwrap_or_else(|| "float32".into())))
+    Ok((cfg, dtype))
 }
 
 /// The `*.safetensors` files of a directory, sorted; an error when there are none.
@@ -513,7 +709,7 @@ pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
-    let (cfg, torch_dtype) = hf_config(dir)?;
+    let (mut cfg, torch_dtype) = hf_config(dir)?;
     let files = safetensors_files(dir)?;
     // Every tensor a view of its mapped file: where it lies, and in which encoding.
     let mut where_: HashMap<String, (super::weights::Mapped, usize, candle_core::quantized::GgmlDType, Vec<usize>)> =
@@ -555,6 +751,17 @@ fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         };
         Ok(LoadedWeight::Encoded(Encoded::new(mapped.clone(), *offset, *dtype, rows, cols).map_err(bad)?))
     };
+    let gemma = cfg.architecture == Architecture::Gemma3;
+    // Gemma 3's embedding scale is rounded to the embedding's own dtype.
+    if let (Some(g), Some((_, _, dtype, _))) = (cfg.gemma.as_mut(), where_.get("model.embed_tokens.weight")) {
+        use candle_core::quantized::GgmlDType;
+        let name = match dtype {
+            GgmlDType::BF16 => "bfloat16",
+            GgmlDType::F16 => "float16",
+            _ => "float32",
+        };
+        g.embed_scale = gemma_embed_scale(cfg.hidden_size, name);
+    }
     let names = |i: usize, k: &str| format!("model.layers.{i}.{k}.weight");
     let model = build(
         &cfg,
@@ -566,7 +773,8 @@ fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         "model.norm.weight",
         "lm_head.weight",
         names,
-        HF_KEYS,
+        if gemma { GEMMA_HF_KEYS } else { HF_KEYS },
+        if gemma { 1.0 } else { 0.0 },
     )?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.exists() {

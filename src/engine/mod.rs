@@ -189,52 +189,104 @@ pub struct Engine {
     pool: rayon::ThreadPool,
 }
 
+/// A model's weights loaded as `opts` asks, on the threads `opts` asks for, and what a result
+/// file records about them: the part of [`Engine::load`] that does not read the tokenizer.
+fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInfo, rayon::ThreadPool)> {
+    let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("readout-{i}"));
+    if let Some(n) = opts.threads {
+        pool = pool.num_threads(n.max(1));
+    }
+    let pool = pool.build().map_err(|e| Error::Config(format!("starting {:?} CPU threads: {e}", opts.threads)))?;
+    // Loading decodes and lays out weights on all of the engine's threads.
+    let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
+        let (device, fallback) = device::select(opts.device)?;
+        let weights = resolve_weights(opts.weights, &device, path)?;
+        let hold =
+            load::Hold { matmul: opts.matmul, native: weights == WeightsMode::Native, int8_activations: opts.int8_activations };
+        let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
+        let mut loaded = load::load(path, &device, hold)?;
+        loaded.model.kv_f16 = kv_cache == KvCache::F16;
+        Ok((loaded, device, weights, kv_cache, fallback))
+    })?;
+    let cfg = loaded.model.cfg.clone();
+    let info = ModelInfo {
+        name: loaded.name.clone(),
+        path: path.to_path_buf(),
+        architecture: cfg.architecture,
+        quantisation: loaded.quantisation.clone(),
+        parameters: cfg.parameter_count(),
+        config: cfg,
+        device: device::describe(&device, pool.current_num_threads()),
+        device_fallback: fallback,
+        matmul: opts.matmul,
+        weights,
+        activations: loaded.model.activations(),
+        kv_cache,
+        source: None,
+        // No template chosen yet ([`Engine::load`] chooses one; a [`BareModel`] renders nothing).
+        chat_template: "none".into(),
+        chat_template_sha256: String::new(),
+    };
+    Ok((loaded, info, pool))
+}
+
+/// Full next-token logits after `tokens` on `prefix`, and the prefix extended by them.
+fn next_logits_of(model: &Transformer, context: usize, prefix: &Prefix, tokens: &[u32]) -> Result<(Prefix, Vec<f32>)> {
+    if tokens.is_empty() {
+        return Err(Error::Candle(candle_core::Error::Msg("next_logits needs at least one token".into())));
+    }
+    let total = prefix.len() + tokens.len();
+    if total > context {
+        return Err(Error::ContextOverflow { tokens: total, context });
+    }
+    let positions: Vec<u32> = (prefix.len()..total).map(|p| p as u32).collect();
+    let mask = Transformer::stem_tree_mask(prefix.len(), tokens.len(), &[], &model.device)?;
+    let seg = model::Segment { past: prefix, tokens: tokens.to_vec(), positions, mask };
+    let (hidden, new_kv) = model.forward(std::slice::from_ref(&seg), &model::KeepKv::All)?;
+    let logits = model.head_at(&hidden, &[(tokens.len() - 1) as u32], None)?.squeeze(0)?.to_vec1()?;
+    Ok((prefix.push(new_kv, tokens), logits))
+}
+
+/// A model loaded without its tokenizer and chat template: it runs token ids made elsewhere.
+/// It exists to compare logits with another engine on the very same ids (`readout bench
+/// logits`), also for a model whose tokenizer Readout does not build (yet); everything else
+/// goes through [`Engine`].
+pub struct BareModel {
+    info: ModelInfo,
+    model: Transformer,
+    pool: rayon::ThreadPool,
+}
+
+impl BareModel {
+    /// Load the weights of a GGUF file or a Hugging Face directory, as [`Engine::load`] does.
+    pub fn load(path: &Path, opts: &LoadOptions) -> Result<Self> {
+        let (loaded, info, pool) = load_model(path, opts)?;
+        Ok(BareModel { info, model: loaded.model, pool })
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// Full next-token logits after `tokens` on `prefix` (as [`Engine::next_logits`]).
+    pub fn next_logits(&self, prefix: &Prefix, tokens: &[u32]) -> Result<(Prefix, Vec<f32>)> {
+        let context = self.info.config.context_length;
+        self.pool.install(|| next_logits_of(&self.model, context, prefix, tokens))
+    }
+}
+
 impl Engine {
     /// Load a GGUF file or a Hugging Face directory.
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Self> {
-        let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("readout-{i}"));
-        if let Some(n) = opts.threads {
-            pool = pool.num_threads(n.max(1));
-        }
-        let pool = pool.build().map_err(|e| Error::Config(format!("starting {:?} CPU threads: {e}", opts.threads)))?;
-        // Loading decodes and lays out weights on all of the engine's threads.
-        let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
-            let (device, fallback) = device::select(opts.device)?;
-            let weights = resolve_weights(opts.weights, &device, path)?;
-            let hold = load::Hold {
-                matmul: opts.matmul,
-                native: weights == WeightsMode::Native,
-                int8_activations: opts.int8_activations,
-            };
-            let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
-            let mut loaded = load::load(path, &device, hold)?;
-            loaded.model.kv_f16 = kv_cache == KvCache::F16;
-            Ok((loaded, device, weights, kv_cache, fallback))
-        })?;
+        let (loaded, info, pool) = load_model(path, opts)?;
         let tokenizer = match &loaded.tokenizer_source {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
         };
         let chosen = crate::template::choose(opts.chat_template.as_ref(), loaded.chat_template.clone(), path)?;
         let template = ChatTemplate::new(&chosen, loaded.bos_token.clone(), loaded.eos_token.clone())?;
-        let cfg = loaded.model.cfg.clone();
-        let info = ModelInfo {
-            name: loaded.name.clone(),
-            path: path.to_path_buf(),
-            architecture: cfg.architecture,
-            quantisation: loaded.quantisation.clone(),
-            parameters: cfg.parameter_count(),
-            config: cfg,
-            device: device::describe(&device, pool.current_num_threads()),
-            device_fallback: fallback,
-            matmul: opts.matmul,
-            weights,
-            activations: loaded.model.activations(),
-            kv_cache,
-            source: None,
-            chat_template: chosen.name,
-            chat_template_sha256: chosen.sha256,
-        };
+        let info = ModelInfo { chat_template: chosen.name, chat_template_sha256: chosen.sha256, ..info };
+        let device = loaded.model.device.clone();
         let engine = Engine { info, model: loaded.model, tokenizer, template, sha256: OnceLock::new(), pool };
         if !device.is_cpu() {
             engine.warm_up()?;
@@ -611,16 +663,7 @@ impl Engine {
 
     /// Full next-token logits after `tokens` on `prefix` (for generation).
     pub fn next_logits(&self, prefix: &Prefix, tokens: &[u32]) -> Result<(Prefix, Vec<f32>)> {
-        if tokens.is_empty() {
-            return Err(Error::Candle(candle_core::Error::Msg("next_logits needs at least one token".into())));
-        }
-        self.check_context(prefix.len() + tokens.len())?;
-        let positions: Vec<u32> = (prefix.len()..prefix.len() + tokens.len()).map(|p| p as u32).collect();
-        let mask = Transformer::stem_tree_mask(prefix.len(), tokens.len(), &[], self.device())?;
-        let seg = model::Segment { past: prefix, tokens: tokens.to_vec(), positions, mask };
-        let (hidden, new_kv) = self.model.forward(std::slice::from_ref(&seg), &model::KeepKv::All)?;
-        let logits = self.model.head_at(&hidden, &[(tokens.len() - 1) as u32], None)?.squeeze(0)?.to_vec1()?;
-        Ok((prefix.push(new_kv, tokens), logits))
+        next_logits_of(&self.model, self.info.config.context_length, prefix, tokens)
     }
 
     fn check_context(&self, tokens: usize) -> Result<()> {

@@ -1,5 +1,6 @@
 //! Our own decoder forward on candle tensors: RMSNorm, RoPE, grouped-query attention with an
-//! explicit mask, SwiGLU, and Qwen3's per-head q/k norms. It is ours (not candle-transformers')
+//! explicit mask, SwiGLU, Qwen3's per-head q/k norms, and Gemma 3's additions (norms after
+//! attention and MLP, GELU MLP, scaled embedding, sliding-window local layers). It is ours (not candle-transformers')
 //! because the readout needs what stock model code lacks: attention over a cached prefix with a
 //! tree mask (several suffixes in one pass, each seeing the prefix and its own tokens), arbitrary
 //! positions per token, and logits computed only at the rows that are read.
@@ -318,6 +319,37 @@ fn attend_cpu(
     Tensor::cat(&parts, 2)?.reshape((kvh, rows, hd))
 }
 
+/// A segment's tree mask cut to a sliding window of `window` positions: a token at position `p`
+/// keeps the keys at positions `q` with `p − q < window` (llama.cpp masks `p − q ≥ window`).
+/// The past's keys are at positions `0..past` (a prefix is one path from the root), the
+/// segment's own at `seg.positions`; the tree mask already hides every key off a token's path,
+/// so along the path the window is a matter of positions alone. `None` when no key the tree
+/// shows is that far back (the tree mask is then the window's too).
+fn window_mask(seg: &Segment<'_>, window: usize, device: &Device) -> candle_core::Result<Option<Tensor>> {
+    let past = seg.past.len();
+    let pos = &seg.positions;
+    let (Some(&hi), Some(&lo)) = (pos.iter().max(), pos.iter().min()) else { return Ok(None) };
+    let oldest = if past > 0 { 0 } else { lo as usize };
+    if (hi as usize) - oldest < window {
+        return Ok(None);
+    }
+    let t = past + pos.len();
+    let mut far = vec![0f32; pos.len() * t];
+    for (row, &p) in far.chunks_exact_mut(t).zip(pos) {
+        let p = p as usize;
+        // Columns of the past are positions 0..past; those before p + 1 − window are out.
+        let cut = (p + 1).saturating_sub(window).min(past);
+        row[..cut].fill(f32::NEG_INFINITY);
+        for (c, &q) in row[past..].iter_mut().zip(pos) {
+            if (q as usize) + window <= p {
+                *c = f32::NEG_INFINITY;
+            }
+        }
+    }
+    let far = Tensor::from_vec(far, (pos.len(), t), device)?;
+    Ok(Some((&seg.mask + far)?))
+}
+
 /// Row indices into a `[heads · rows, hd]` view of a `[heads, rows, hd]` tensor that gather the
 /// `(start, len)` blocks of rows, each with all its heads: rows in `(block, head, row)` order,
 /// so that every block comes out as a contiguous `[heads, len, hd]`. One gather in place of a
@@ -362,10 +394,16 @@ pub(crate) struct Layer {
     pub wo: Linear,
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
+    /// Gemma 3: the norm of attention's output, before it joins the residual.
+    pub attn_post_norm: Option<Tensor>,
     pub ffn_norm: Tensor,
     /// gate and up as one product: `[rows, 2 · intermediate]`.
     pub w_gate_up: Joined,
     pub w_down: Linear,
+    /// Gemma 3: the norm of the MLP's output, before it joins the residual.
+    pub ffn_post_norm: Option<Tensor>,
+    /// A local layer (Gemma 3): attention over the sliding window only, with the local RoPE.
+    pub local: bool,
 }
 
 /// Which of a pass's new keys and values [`Transformer::forward`] returns, per layer.
@@ -401,6 +439,8 @@ pub(crate) struct Transformer {
     pub head_q: Option<QMatMul>,
     /// RoPE's inverse frequencies ([`Transformer::rope_frequencies`]).
     pub rope_inv: Vec<f32>,
+    /// Those of the local layers, when the model has some (Gemma 3).
+    pub rope_local_inv: Option<Vec<f32>>,
     pub device: Device,
     /// Keys and values kept in f16 (CPU): see [`KvCache`].
     pub kv_f16: bool,
@@ -438,20 +478,25 @@ impl Transformer {
     }
 
     /// RoPE's inverse frequencies, `θ^(-2i/d)` for each of the `head_dim / 2` pairs.
-    pub(crate) fn rope_frequencies(cfg: &ModelConfig) -> Vec<f32> {
-        let half = cfg.head_dim / 2;
-        (0..half).map(|i| 1.0 / cfg.rope_theta.powf(2.0 * i as f32 / cfg.head_dim as f32)).collect()
+    pub(crate) fn rope_frequencies(theta: f32, head_dim: usize) -> Vec<f32> {
+        let half = head_dim / 2;
+        (0..half).map(|i| 1.0 / theta.powf(2.0 * i as f32 / head_dim as f32)).collect()
     }
 
     /// cos and sin of every position's angles, `[positions, head_dim / 2]`: made for each pass
-    /// (a table for the whole context would hold 20 MB for Qwen3's 40k positions).
-    fn rope_rows(&self, positions: &[u32]) -> candle_core::Result<(Tensor, Tensor)> {
-        let half = self.rope_inv.len();
+    /// (a table for the whole context would hold 20 MB for Qwen3's 40k positions). `scale`
+    /// multiplies the positions (linear RoPE scaling; `None`: unscaled).
+    fn rope_rows(&self, inv: &[f32], positions: &[u32], scale: Option<f32>) -> candle_core::Result<(Tensor, Tensor)> {
+        let half = inv.len();
         let mut cos = Vec::with_capacity(positions.len() * half);
         let mut sin = Vec::with_capacity(positions.len() * half);
         for &p in positions {
-            for f in &self.rope_inv {
-                let a = p as f32 * f;
+            let p = match scale {
+                Some(s) => p as f32 * s,
+                None => p as f32,
+            };
+            for f in inv {
+                let a = p * f;
                 cos.push(a.cos());
                 sin.push(a.sin());
             }
@@ -476,20 +521,48 @@ impl Transformer {
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
         let s = tokens.len();
-        let (cos, sin) = self.rope_rows(&positions)?;
+        let gemma = cfg.gemma.as_ref();
+        let global_scale = gemma.map(|g| g.rope_global_scale).filter(|&s| s != 1.0);
+        let (cos, sin) = self.rope_rows(&self.rope_inv, &positions, global_scale)?;
+        // The local layers' angles (their own base, never scaled), when the model has such layers.
+        let local_rope = match &self.rope_local_inv {
+            Some(inv) if self.layers.iter().any(|l| l.local) => Some(self.rope_rows(inv, &positions, None)?),
+            _ => None,
+        };
         let mut x = self.embed.rows(&tokens, &self.device)?;
+        if let Some(g) = gemma {
+            x = x.affine(g.embed_scale as f64, 0.0)?;
+        }
         let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
         let group = h / kvh;
-        let scale = 1.0 / (hd as f64).sqrt();
+        let scale = match gemma {
+            Some(g) => g.query_scale,
+            None => 1.0 / (hd as f64).sqrt(),
+        };
         let eps = cfg.rms_eps as f32;
         // On CPU attention's softmax is our fused op (fused.rs), which takes the `[s, T]` masks
         // as they are; other devices add the mask with candle's broadcasting ops.
         let cpu = self.device.is_cpu();
-        let masks: Vec<Tensor> = if cpu {
-            Vec::new()
-        } else {
-            segs.iter().map(|g| g.mask.unsqueeze(0)?.unsqueeze(0)).collect::<candle_core::Result<_>>()?
+        // The local layers' masks: each segment's tree mask cut to the sliding window, for the
+        // segments that reach past it (`None`: the window hides nothing, the tree mask serves).
+        let local_masks: Vec<Option<Tensor>> = match gemma {
+            Some(g) if self.layers.iter().any(|l| l.local) => segs
+                .iter()
+                .map(|seg| window_mask(seg, g.sliding_window, &self.device))
+                .collect::<candle_core::Result<_>>()?,
+            _ => vec![None; segs.len()],
+        };
+        let for_device = |m: &Tensor| -> candle_core::Result<Tensor> {
             // [1, 1, s, T]
+            m.unsqueeze(0)?.unsqueeze(0)
+        };
+        let (masks, local_masks_dev): (Vec<Tensor>, Vec<Option<Tensor>>) = if cpu {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                segs.iter().map(|g| for_device(&g.mask)).collect::<candle_core::Result<_>>()?,
+                local_masks.iter().map(|m| m.as_ref().map(for_device).transpose()).collect::<candle_core::Result<_>>()?,
+            )
         };
         let mut offsets = Vec::with_capacity(segs.len());
         let mut o = 0;
@@ -536,6 +609,10 @@ impl Transformer {
             };
             // [1, heads, S, hd] for the rope kernels.
             let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
+            let (cos, sin) = match (&local_rope, layer.local) {
+                (Some((c, s)), true) => (c, s),
+                _ => (&cos, &sin),
+            };
             let (q, k) = match cfg.rope_style {
                 RopeStyle::Interleaved => {
                     (candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?, candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?)
@@ -582,12 +659,17 @@ impl Transformer {
                 };
                 let (k_all, v_all) = g.past.layer_then(li, &kg, &vg, !cpu)?;
                 let t = k_all.dim(1)?;
+                let local = if layer.local { local_masks[gi].as_ref() } else { None };
                 let out = if cpu {
-                    attend_cpu(&qg, &k_all, &v_all, &g.mask, scale as f32, group)?
+                    attend_cpu(&qg, &k_all, &v_all, local.unwrap_or(&g.mask), scale as f32, group)?
                 } else {
                     // q scaled above.
+                    let mask = match (layer.local, &local_masks_dev[gi]) {
+                        (true, Some(m)) => m,
+                        _ => &masks[gi],
+                    };
                     let att = qg.matmul(&k_all.t()?)?.reshape((kvh, group, n, t))?;
-                    let att = candle_nn::ops::softmax_last_dim(&att.broadcast_add(&masks[gi])?)?;
+                    let att = candle_nn::ops::softmax_last_dim(&att.broadcast_add(mask)?)?;
                     att.reshape((kvh, group * n, t))?.matmul(&v_all)? // [kvh, group*n, hd]
                 };
                 outs.push(out.reshape((h * n, hd))?); // rows (head, token)
@@ -614,16 +696,31 @@ impl Transformer {
                 None => Tensor::cat(&outs, 0)?.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?,
             };
             let out = layer.wo.forward(&out)?;
+            let out = match &layer.attn_post_norm {
+                Some(w) => candle_nn::ops::rms_norm(&out, w, eps)?,
+                None => out,
+            };
             x = (x + out)?;
             let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
             let gate_up = layer.w_gate_up.forward(&xn)?; // [S, 2·ff]
-            let act = if cpu {
-                super::fused::swiglu(&gate_up)?
-            } else {
-                let ff = gate_up.dim(1)? / 2;
-                (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?
+            let act = match (gemma.is_some(), cpu) {
+                (false, true) => super::fused::swiglu(&gate_up)?,
+                (true, true) => super::fused::geglu(&gate_up)?,
+                (false, false) => {
+                    let ff = gate_up.dim(1)? / 2;
+                    (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?
+                }
+                // candle's `gelu` is the tanh approximation.
+                (true, false) => {
+                    let ff = gate_up.dim(1)? / 2;
+                    (gate_up.narrow(1, 0, ff)?.gelu()? * gate_up.narrow(1, ff, ff)?)?
+                }
             };
             let ff = layer.w_down.forward(&act)?;
+            let ff = match &layer.ffn_post_norm {
+                Some(w) => candle_nn::ops::rms_norm(&ff, w, eps)?,
+                None => ff,
+            };
             x = (x + ff)?;
         }
         Ok((x, new_kv))
@@ -654,6 +751,10 @@ impl Transformer {
                 Some(q) => q.forward(&h)?,
                 None => self.head.product(&h)?,
             },
+        };
+        let out = match self.cfg.gemma.as_ref().and_then(|g| g.final_logit_softcap) {
+            Some(cap) => (out.affine(1.0 / cap as f64, 0.0)?.tanh()? * cap as f64)?,
+            None => out,
         };
         if padded.len() == n {
             Ok(out)
@@ -738,6 +839,27 @@ mod tests {
             assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
         }
         Ok(())
+    }
+
+    #[test]
+    fn the_window_cuts_the_tree_mask_by_position() {
+        // A past of 3 tokens (positions 0, 1, 2); a stem of 1 (position 3), then leaves of 2
+        // (positions 4, 5) and 1 (position 4). Window 2: a token sees itself and one back.
+        let past = Prefix::empty().push(vec![], &[7, 7, 7]);
+        let mask = Transformer::stem_tree_mask(3, 1, &[2, 1], &Device::Cpu).unwrap();
+        let seg = Segment { past: &past, tokens: vec![1, 2, 3, 4], positions: vec![3, 4, 5, 4], mask };
+        let m: Vec<Vec<f32>> = window_mask(&seg, 2, &Device::Cpu).unwrap().unwrap().to_vec2().unwrap();
+        let seen = |r: usize| m[r].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>();
+        // columns: past 0 1 2 | stem 3 | leaf one 4 5 | leaf two 4
+        assert_eq!(seen(0), vec![0, 0, 1, 1, 0, 0, 0]);
+        assert_eq!(seen(1), vec![0, 0, 0, 1, 1, 0, 0]);
+        assert_eq!(seen(2), vec![0, 0, 0, 0, 1, 1, 0]);
+        assert_eq!(seen(3), vec![0, 0, 0, 1, 0, 0, 1]);
+        // Window 6: nothing is that far back, and the tree mask is used as it is.
+        assert!(window_mask(&seg, 6, &Device::Cpu).unwrap().is_none());
+        // Window 3 reaches position 0 only from position 3 on: still a cut.
+        let m: Vec<Vec<f32>> = window_mask(&seg, 3, &Device::Cpu).unwrap().unwrap().to_vec2().unwrap();
+        assert_eq!(m[0].iter().map(|x| x.is_finite() as u8).collect::<Vec<_>>(), vec![0, 1, 1, 1, 0, 0, 0]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! one token; or, for a real model's shape, that model's own tokenizer files copied in
 //! (`readout bench make-model`, `bench/make-qwen3-shaped`).
 
-use super::config::{Architecture, ModelConfig, RopeStyle};
+use super::config::{Architecture, Gemma, ModelConfig, RopeStyle};
 use crate::error::{Error, Result};
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
@@ -18,8 +18,11 @@ pub const SPECIALS: [&str; 3] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
 /// A tiny model of `arch`: 2 layers, hidden 256 (so every GGUF block type fits), byte vocabulary.
+/// A `gemma3` one has 6 layers (llama.cpp's pattern: five local, then one global), a sliding
+/// window of 4 tokens, and linear RoPE scaling of 2 on its global layer, so that every part of
+/// Gemma 3 is at work in a prompt of a few dozen tokens.
 pub fn tiny_config(arch: Architecture) -> ModelConfig {
-    ModelConfig {
+    let mut cfg = ModelConfig {
         architecture: arch,
         vocab_size: 256 + SPECIALS.len(),
         hidden_size: 256,
@@ -34,9 +37,34 @@ pub fn tiny_config(arch: Architecture) -> ModelConfig {
         tie_embeddings: true,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen3 => RopeStyle::Halves,
+            Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
         },
+        gemma: None,
+    };
+    if arch == Architecture::Gemma3 {
+        cfg.num_layers = 6;
+        cfg.rope_theta = 1_000_000.0;
+        cfg.rms_eps = 1e-6;
+        cfg.gemma = Some(Gemma {
+            sliding_window: 4,
+            local_layers: Gemma::pattern(6, Gemma::PATTERN),
+            rope_local_theta: Gemma::LOCAL_ROPE_THETA,
+            rope_global_scale: 0.5,
+            query_scale: 1.0 / (cfg.head_dim as f32).sqrt() as f64,
+            embed_scale: (cfg.hidden_size as f32).sqrt(),
+            final_logit_softcap: None,
+        });
     }
+    cfg
+}
+
+/// [`tiny_config`] of `gemma3` with another sliding window.
+pub fn tiny_gemma3_with_window(window: usize) -> ModelConfig {
+    let mut cfg = tiny_config(Architecture::Gemma3);
+    if let Some(g) = cfg.gemma.as_mut() {
+        g.sliding_window = window;
+    }
+    cfg
 }
 
 /// The public shape of a real model, by name (`qwen3-0.6b`, `smollm2-135m`), for random-weights
@@ -58,6 +86,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 40_960,
             tie_embeddings: true,
             rope_style: RopeStyle::Halves,
+            gemma: None,
         }),
         // HuggingFaceTB/SmolLM2-135M-Instruct, as its GGUF metadata says.
         "smollm2-135m" => Some(ModelConfig {
@@ -74,6 +103,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 8192,
             tie_embeddings: true,
             rope_style: RopeStyle::Interleaved,
+            gemma: None,
         }),
         // Qwen/Qwen3-4B config.json: the size of judge that scores about 0.80 on authored144.
         "qwen3-4b" => Some(ModelConfig {
@@ -90,15 +120,43 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 40_960,
             tie_embeddings: true,
             rope_style: RopeStyle::Halves,
+            gemma: None,
+        }),
+        // google/gemma-3-270m, as its GGUF metadata says.
+        "gemma3-270m" => Some(ModelConfig {
+            architecture: Architecture::Gemma3,
+            vocab_size: 262_144,
+            hidden_size: 640,
+            intermediate_size: 2048,
+            num_layers: 18,
+            num_heads: 4,
+            num_kv_heads: 1,
+            head_dim: 256,
+            rope_theta: 1_000_000.0,
+            rms_eps: 1e-6,
+            context_length: 32_768,
+            tie_embeddings: true,
+            rope_style: RopeStyle::Halves,
+            gemma: Some(Gemma {
+                sliding_window: 512,
+                local_layers: Gemma::pattern(18, Gemma::PATTERN),
+                rope_local_theta: Gemma::LOCAL_ROPE_THETA,
+                rope_global_scale: 1.0,
+                query_scale: 1.0 / 16.0,
+                embed_scale: 640f32.sqrt(),
+                final_logit_softcap: None,
+            }),
         }),
         "tiny-llama" => Some(tiny_config(Architecture::Llama)),
         "tiny-qwen3" => Some(tiny_config(Architecture::Qwen3)),
+        "tiny-gemma3" => Some(tiny_config(Architecture::Gemma3)),
         _ => None,
     }
 }
 
 /// The names [`shape_config`] knows.
-pub const SHAPES: [&str; 5] = ["qwen3-0.6b", "qwen3-4b", "smollm2-135m", "tiny-llama", "tiny-qwen3"];
+pub const SHAPES: [&str; 7] =
+    ["qwen3-0.6b", "qwen3-4b", "smollm2-135m", "gemma3-270m", "tiny-llama", "tiny-qwen3", "tiny-gemma3"];
 
 /// GPT-2's byte-to-character map: the vocabulary strings of a byte-level BPE.
 pub fn byte_tokens() -> Vec<String> {
@@ -158,14 +216,20 @@ fn tensors(
         add("attn_k", &[kv, d], w, 0.0)?;
         add("attn_v", &[kv, d], w, 0.0)?;
         add("attn_output", &[d, q], w, 0.0)?;
-        if cfg.architecture == Architecture::Qwen3 {
+        if matches!(cfg.architecture, Architecture::Qwen3 | Architecture::Gemma3) {
             add("attn_q_norm", &[hd], 0.1, 1.0)?;
             add("attn_k_norm", &[hd], 0.1, 1.0)?;
+        }
+        if cfg.architecture == Architecture::Gemma3 {
+            add("post_attention_norm", &[d], 0.1, 1.0)?;
         }
         add("ffn_norm", &[d], 0.1, 1.0)?;
         add("ffn_gate", &[ff, d], w, 0.0)?;
         add("ffn_up", &[ff, d], w, 0.0)?;
         add("ffn_down", &[d, ff], 0.7 / (ff as f32).sqrt(), 0.0)?;
+        if cfg.architecture == Architecture::Gemma3 {
+            add("post_ffw_norm", &[d], 0.1, 1.0)?;
+        }
     }
     each("output_norm.weight".to_string(), (t(&[d], 0.1)? + 1.0)?)?;
     if !cfg.tie_embeddings {
@@ -184,8 +248,9 @@ pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -
     let pre = match cfg.architecture {
         Architecture::Llama => "smollm",
         Architecture::Qwen3 => "qwen2",
+        Architecture::Gemma3 => "default",
     };
-    let md: Vec<(String, Value)> = vec![
+    let mut md: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String(a.into())),
         ("general.name".into(), Value::String(format!("random-{a}"))),
         (format!("{a}.block_count"), Value::U32(cfg.num_layers as u32)),
@@ -208,6 +273,27 @@ pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -
         ("tokenizer.ggml.add_bos_token".into(), Value::Bool(false)),
         ("tokenizer.chat_template".into(), Value::String(CHATML.into())),
     ];
+    if let Some(g) = &cfg.gemma {
+        // What llama.cpp reads: the window, and the global layers' linear RoPE scaling. The
+        // pattern, the local base and the query scale are llama.cpp's fixed ones (checked).
+        let fixed = Gemma::pattern(cfg.num_layers, Gemma::PATTERN) == g.local_layers
+            && g.rope_local_theta == Gemma::LOCAL_ROPE_THETA
+            && g.query_scale == 1.0 / (cfg.head_dim as f32).sqrt() as f64
+            && g.embed_scale == (cfg.hidden_size as f32).sqrt();
+        if !fixed {
+            return Err(Error::Config(
+                "a gemma3 GGUF has llama.cpp's layer pattern, local RoPE base, query and embedding scales; this config differs".into(),
+            ));
+        }
+        md.push((format!("{a}.attention.sliding_window"), Value::U32(g.sliding_window as u32)));
+        if g.rope_global_scale != 1.0 {
+            md.push((format!("{a}.rope.scaling.type"), Value::String("linear".into())));
+            md.push((format!("{a}.rope.scaling.factor"), Value::F32(1.0 / g.rope_global_scale)));
+        }
+        if let Some(cap) = g.final_logit_softcap {
+            md.push((format!("{a}.final_logit_softcapping"), Value::F32(cap)));
+        }
+    }
     let mut qs: Vec<(String, QTensor)> = Vec::new();
     tensors(cfg, seed, |name, t| {
         let ty = if t.rank() == 1 { GgmlDType::F32 } else { dtype };
@@ -241,7 +327,15 @@ pub fn write_hf_dir_as(
         return Err(Error::Config(format!("safetensors dtype {dtype:?} is not one of f32, f16, bf16")));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let gemma = cfg.architecture == Architecture::Gemma3;
     let hf = |k: &str| -> String {
+        // Gemma 3 names its MLP's norm `pre_feedforward_layernorm` and the norm after attention
+        // `post_attention_layernorm`, the name llama gives the MLP's norm.
+        let gemma_map = [
+            ("post_attention_norm", "post_attention_layernorm"),
+            ("ffn_norm", "pre_feedforward_layernorm"),
+            ("post_ffw_norm", "post_feedforward_layernorm"),
+        ];
         let map = [
             ("attn_norm", "input_layernorm"),
             ("attn_q_norm", "self_attn.q_norm"),
@@ -267,11 +361,14 @@ pub fn write_hf_dir_as(
         let rest = k.trim_start_matches("blk.");
         let (i, name) = rest.split_once('.').unwrap_or(("0", rest));
         let name = name.trim_end_matches(".weight");
-        let mapped = map.iter().find(|(g, _)| *g == name).map(|(_, h)| *h).unwrap_or(name);
+        let own = if gemma { gemma_map.iter().find(|(g, _)| *g == name) } else { None };
+        let mapped = own.or_else(|| map.iter().find(|(g, _)| *g == name)).map(|(_, h)| *h).unwrap_or(name);
         format!("model.layers.{i}.{mapped}.weight")
     };
     let mut named: HashMap<String, Tensor> = HashMap::new();
     tensors(cfg, seed, |k, t| {
+        // The same model as the GGUF: Gemma 3's checkpoints store `w` of the norms' `1 + w`.
+        let t = if gemma && k.ends_with("norm.weight") { (t - 1.0)? } else { t };
         named.insert(hf(&k), t.to_dtype(dtype)?);
         Ok(())
     })?;
@@ -279,10 +376,11 @@ pub fn write_hf_dir_as(
     let arch = match cfg.architecture {
         Architecture::Llama => "LlamaForCausalLM",
         Architecture::Qwen3 => "Qwen3ForCausalLM",
+        Architecture::Gemma3 => "Gemma3ForCausalLM",
     };
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "architectures": [arch],
-        "model_type": cfg.architecture.as_str(),
+        "model_type": if gemma { "gemma3_text" } else { cfg.architecture.as_str() },
         "vocab_size": cfg.vocab_size,
         "hidden_size": cfg.hidden_size,
         "intermediate_size": cfg.intermediate_size,
@@ -300,6 +398,26 @@ pub fn write_hf_dir_as(
             _ => "float32",
         },
     });
+    if let (Some(g), Some(obj)) = (&cfg.gemma, config.as_object_mut()) {
+        let layer_types: Vec<&str> =
+            g.local_layers.iter().map(|&l| if l { "sliding_attention" } else { "full_attention" }).collect();
+        let scaling = match g.rope_global_scale {
+            s if s == 1.0 => serde_json::Value::Null,
+            s => serde_json::json!({"rope_type": "linear", "factor": 1.0 / s}),
+        };
+        for (k, v) in [
+            ("sliding_window", serde_json::json!(g.sliding_window)),
+            ("layer_types", serde_json::json!(layer_types)),
+            ("rope_local_base_freq", serde_json::json!(g.rope_local_theta)),
+            ("rope_scaling", scaling),
+            ("query_pre_attn_scalar", serde_json::json!(g.query_scale.powi(-2).round())),
+            ("final_logit_softcapping", serde_json::json!(g.final_logit_softcap)),
+            ("attn_logit_softcapping", serde_json::Value::Null),
+            ("hidden_activation", serde_json::json!("gelu_pytorch_tanh")),
+        ] {
+            obj.insert(k.to_string(), v);
+        }
+    }
     let write = |name: &str, v: &serde_json::Value| -> Result<()> {
         let p = dir.join(name);
         std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap_or_default()).map_err(|e| Error::io(&p, e))

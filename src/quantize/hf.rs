@@ -360,6 +360,12 @@ fn metadata(
 pub fn quantize_hf_dir(dir: &Path, output: &Path, mode: QuantMode) -> Result<usize> {
     let (cfg, _) = hf_config(dir)?;
     let cfg_path = dir.join("config.json");
+    if cfg.architecture == Architecture::Gemma3 {
+        return Err(Error::BadModelConfig {
+            path: cfg_path,
+            detail: "is a gemma3 model; Readout runs gemma3 Hugging Face directories but does not convert them to GGUF (its norms, post-norms and SentencePiece vocabulary need llama.cpp's converter). Convert it with llama.cpp's convert_hf_to_gguf.py, or run the directory as it is".into(),
+        });
+    }
     let config_json: Json =
         std::fs::read_to_string(&cfg_path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Json::Null);
     if let Some(scaling) = config_json.get("rope_scaling").filter(|v| !v.is_null()) {

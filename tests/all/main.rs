@@ -13,6 +13,7 @@ mod determinism;
 mod engine;
 mod fidelity;
 mod fuzz_regressions;
+mod gemma3;
 mod hub;
 mod long_state;
 mod quantize_hf;
