@@ -33,7 +33,7 @@ LETTERS = [" A", " B", " C", " D"]
 
 
 def prompts(repo):
-    """(id, text, letters?) — short ones, a question with letters, and two past the window."""
+    """(id, text, letters?) — short ones, a question with letters, and two past the window (about 750 and 1,750 tokens)."""
     states = []
     with open(os.path.join(repo, "bench/evalsets/authored144.jsonl"), encoding="utf-8") as f:
         for line in f:
@@ -49,8 +49,8 @@ def prompts(repo):
         ("capital", "The capital of France is", False),
         ("sky", "Question: Is the sky blue on a clear day?\nA. Yes\nB. No\nAnswer:", True),
         ("ticket", "Ticket: I was charged twice this month, please refund one of them." + question, True),
-        ("long-1", passage(16) + question, True),
-        ("long-2", passage(30) + question, True),
+        ("long-1", passage(40) + question, True),
+        ("long-2", passage(75) + question, True),
     ]
 
 

@@ -167,7 +167,8 @@ fn run_logits(a: LogitsArgs) -> Result<i32> {
         let (_, logits) = model.next_logits(&Prefix::empty(), &p.token_ids)?;
         let mut item = serde_json::json!({"id": p.id, "tokens": p.token_ids.len(), "logits": logits});
         if let Some(share) = a.split {
-            let cut = ((p.token_ids.len() as f64 * share) as usize).clamp(1, p.token_ids.len().saturating_sub(1).max(1));
+            let cut =
+                ((p.token_ids.len() as f64 * share) as usize).clamp(1, p.token_ids.len().saturating_sub(1).max(1));
             let (pre, _) = model.next_logits(&Prefix::empty(), &p.token_ids[..cut])?;
             let (_, split) = model.next_logits(&pre, &p.token_ids[cut..])?;
             let d = logits.iter().zip(&split).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);

@@ -162,11 +162,7 @@ impl ModelConfig {
                 return Err("the sliding window is 0 tokens; a local layer must see at least its own token".into());
             }
             if g.local_layers.len() != self.num_layers {
-                return Err(format!(
-                    "{} layer types are given for {} layers",
-                    g.local_layers.len(),
-                    self.num_layers
-                ));
+                return Err(format!("{} layer types are given for {} layers", g.local_layers.len(), self.num_layers));
             }
             for (k, v) in [
                 ("local RoPE base", g.rope_local_theta),

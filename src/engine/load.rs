@@ -230,7 +230,9 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
             if let Some(t) = scaling.as_deref().filter(|t| !matches!(*t, "none" | "linear")) {
                 return Err(Error::BadModelConfig {
                     path: path.to_path_buf(),
-                    detail: format!("`{a}.rope.scaling.type` is `{t}`; Readout runs gemma3 models with linear RoPE scaling or none"),
+                    detail: format!(
+                        "`{a}.rope.scaling.type` is `{t}`; Readout runs gemma3 models with linear RoPE scaling or none"
+                    ),
                 });
             }
             let factor = get_f("rope.scaling.factor").or_else(|| get_f("rope.scale_linear")).unwrap_or(0.0);
@@ -434,9 +436,8 @@ fn build(
     };
     // A norm weight as the forward multiplies by it: Gemma 3's Hugging Face checkpoints store
     // `w` of its `1 + w` (GGUF converters add the 1, and `norm_shift` is 0 for them).
-    let shift = |t: Tensor| -> Result<Tensor> {
-        Ok(if norm_shift == 0.0 { t } else { t.affine(1.0, norm_shift as f64)? })
-    };
+    let shift =
+        |t: Tensor| -> Result<Tensor> { Ok(if norm_shift == 0.0 { t } else { t.affine(1.0, norm_shift as f64)? }) };
     let embed_w = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?;
     let norm = shift(shaped(norm_name.to_string(), &[d])?.into_dense(device)?)?;
     let (head, head_q, embed) = if cfg.tie_embeddings {
@@ -605,9 +606,7 @@ fn hf_gemma(hf: &HfConfig, dtype: &str, cfg_path: &Path) -> Result<Gemma> {
         return Err(bad("the sliding-attention layers' RoPE is scaled; Readout scales only the global layers' RoPE, as Gemma 3 does".into()));
     }
     if let Some(c) = hf.attn_logit_softcapping {
-        return Err(bad(format!(
-            "`attn_logit_softcapping` is {c}; Gemma 3 has none and Readout does not run it"
-        )));
+        return Err(bad(format!("`attn_logit_softcapping` is {c}; Gemma 3 has none and Readout does not run it")));
     }
     if let Some(act) = hf.hidden_activation.as_deref().filter(|a| !matches!(*a, "gelu_pytorch_tanh" | "gelu_tanh")) {
         return Err(bad(format!("`hidden_activation` is `{act}`; a gemma3 MLP is `gelu_pytorch_tanh`")));
@@ -623,7 +622,10 @@ fn hf_gemma(hf: &HfConfig, dtype: &str, cfg_path: &Path) -> Result<Gemma> {
     Ok(Gemma {
         sliding_window: window.unwrap_or(usize::MAX).max(1),
         local_layers,
-        rope_local_theta: theta_of(local).map(|t| t as f32).or(hf.rope_local_base_freq).unwrap_or(Gemma::LOCAL_ROPE_THETA),
+        rope_local_theta: theta_of(local)
+            .map(|t| t as f32)
+            .or(hf.rope_local_base_freq)
+            .unwrap_or(Gemma::LOCAL_ROPE_THETA),
         rope_global_scale: 1.0 / global_factor,
         query_scale: scalar.powf(-0.5),
         embed_scale: gemma_embed_scale(hf.hidden_size, dtype),
@@ -840,4 +842,101 @@ pub(crate) fn read_tokenizer_config(path: &Path) -> Result<TokenizerConfig> {
         _ => None,
     };
     Ok(TokenizerConfig { chat_template, bos_token: tok("bos_token"), eos_token: tok("eos_token") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `config.json` of a tiny Gemma 3 with `extra` fields set (a `null` removes one).
+    fn gemma_dir(extra: serde_json::Value) -> (tempfile::TempDir, Result<(ModelConfig, String)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = serde_json::json!({
+            "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": 300,
+            "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 4,
+            "num_key_value_heads": 1, "head_dim": 256, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+            "rms_norm_eps": 1e-6, "max_position_embeddings": 32768, "sliding_window": 512,
+            "query_pre_attn_scalar": 256, "torch_dtype": "bfloat16", "hidden_activation": "gelu_pytorch_tanh",
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            match v {
+                serde_json::Value::Null => cfg.as_object_mut().unwrap().remove(k),
+                v => cfg.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+            };
+        }
+        std::fs::write(dir.path().join("config.json"), cfg.to_string()).unwrap();
+        let r = hf_config(dir.path());
+        (dir, r)
+    }
+
+    #[test]
+    fn a_gemma3_config_json_as_transformers_reads_it() {
+        let (_d, r) = gemma_dir(serde_json::json!({}));
+        let (cfg, dtype) = r.unwrap();
+        let g = cfg.gemma.unwrap();
+        assert_eq!((cfg.architecture, dtype.as_str(), cfg.tie_embeddings), (Architecture::Gemma3, "bfloat16", true));
+        assert_eq!(g.local_layers, Gemma::pattern(18, 6));
+        assert_eq!((g.sliding_window, g.rope_local_theta, g.rope_global_scale), (512, 10_000.0, 1.0));
+        assert_eq!(g.query_scale, 1.0 / 16.0);
+        // √640 = 25.2982…, in bfloat16 25.25.
+        assert_eq!(g.embed_scale, 25.25);
+        assert_eq!(cfg.rope_theta, 1_000_000.0);
+        // Older files: `sliding_window_pattern`; newer: `layer_types`, `rope_parameters`.
+        let (_d, r) = gemma_dir(serde_json::json!({"sliding_window_pattern": 2, "num_hidden_layers": 4}));
+        assert_eq!(r.unwrap().0.gemma.unwrap().local_layers, vec![true, false, true, false]);
+        let (_d, r) = gemma_dir(serde_json::json!({
+            "num_hidden_layers": 3, "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+            "rope_theta": null, "rope_local_base_freq": null, "torch_dtype": null, "dtype": "float32",
+            "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 500000.0},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+        }));
+        let (cfg, dtype) = r.unwrap();
+        let g = cfg.gemma.unwrap();
+        assert_eq!(
+            (g.local_layers, cfg.rope_theta, g.rope_local_theta),
+            (vec![false, true, false], 500_000.0, 20_000.0)
+        );
+        assert_eq!((g.rope_global_scale, dtype.as_str(), g.embed_scale), (0.125, "float32", 640f32.sqrt()));
+        let (_d, r) = gemma_dir(serde_json::json!({"rope_scaling": {"rope_type": "linear", "factor": 8.0}}));
+        assert_eq!(r.unwrap().0.gemma.unwrap().rope_global_scale, 0.125);
+    }
+
+    #[test]
+    fn a_gemma3_gguf_as_llama_cpp_reads_it() {
+        use candle_core::quantized::gguf_file::Value;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.gguf");
+        let tiny = crate::engine::synthetic::tiny_config(Architecture::Gemma3);
+        crate::engine::synthetic::write_gguf(&path, &tiny, 1, candle_core::quantized::GgmlDType::F32).unwrap();
+        let (_, mut content) = super::super::gguf::open(&path).unwrap();
+        let cfg = gguf_config(&content, &path).unwrap();
+        assert_eq!(cfg.gemma, tiny.gemma);
+        assert_eq!(cfg.rope_style, RopeStyle::Halves);
+        // llama.cpp's 27B rule: 62 layers scale the queries by hidden / heads, not the key length.
+        content.metadata.insert("gemma3.block_count".into(), Value::U32(62));
+        let g = gguf_config(&content, &path).unwrap().gemma.unwrap();
+        assert_eq!((g.query_scale, g.local_layers.iter().filter(|&&l| !l).count()), (1.0 / 8.0, 10));
+        content.metadata.insert("gemma3.rope.scaling.type".into(), Value::String("yarn".into()));
+        let e = gguf_config(&content, &path).unwrap_err().to_string();
+        assert!(e.contains("`yarn`") && e.contains("linear"), "{e}");
+        content.metadata.remove("gemma3.attention.sliding_window");
+        let e = gguf_config(&content, &path).unwrap_err().to_string();
+        assert!(e.contains("gemma3.attention.sliding_window"), "{e}");
+    }
+
+    #[test]
+    fn a_gemma3_config_json_readout_cannot_run_is_refused_with_the_reason() {
+        for (extra, says) in [
+            (serde_json::json!({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}), "`yarn`"),
+            (serde_json::json!({"attn_logit_softcapping": 50.0}), "attn_logit_softcapping"),
+            (serde_json::json!({"hidden_activation": "gelu"}), "gelu_pytorch_tanh"),
+            (serde_json::json!({"sliding_window": null}), "`sliding_window` is missing"),
+            (serde_json::json!({"layer_types": ["chunked_attention"], "num_hidden_layers": 1}), "chunked_attention"),
+            (serde_json::json!({"layer_types": ["full_attention"]}), "1 layer types are given for 18 layers"),
+        ] {
+            let (_d, r) = gemma_dir(extra.clone());
+            let e = r.err().unwrap_or_else(|| panic!("{extra} was accepted")).to_string();
+            assert!(e.contains(says) && e.contains("config.json"), "{extra}: {e}");
+        }
+    }
 }

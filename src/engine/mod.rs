@@ -201,8 +201,11 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
     let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
         let (device, fallback) = device::select(opts.device)?;
         let weights = resolve_weights(opts.weights, &device, path)?;
-        let hold =
-            load::Hold { matmul: opts.matmul, native: weights == WeightsMode::Native, int8_activations: opts.int8_activations };
+        let hold = load::Hold {
+            matmul: opts.matmul,
+            native: weights == WeightsMode::Native,
+            int8_activations: opts.int8_activations,
+        };
         let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
         let mut loaded = load::load(path, &device, hold)?;
         loaded.model.kv_f16 = kv_cache == KvCache::F16;

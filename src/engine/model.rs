@@ -561,7 +561,10 @@ impl Transformer {
         } else {
             (
                 segs.iter().map(|g| for_device(&g.mask)).collect::<candle_core::Result<_>>()?,
-                local_masks.iter().map(|m| m.as_ref().map(for_device).transpose()).collect::<candle_core::Result<_>>()?,
+                local_masks
+                    .iter()
+                    .map(|m| m.as_ref().map(for_device).transpose())
+                    .collect::<candle_core::Result<_>>()?,
             )
         };
         let mut offsets = Vec::with_capacity(segs.len());
@@ -615,10 +618,10 @@ impl Transformer {
             };
             let (q, k) = match cfg.rope_style {
                 RopeStyle::Interleaved => {
-                    (candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?, candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?)
+                    (candle_nn::rotary_emb::rope_i(&q, cos, sin)?, candle_nn::rotary_emb::rope_i(&k, cos, sin)?)
                 }
                 RopeStyle::Halves => {
-                    (candle_nn::rotary_emb::rope(&q, &cos, &sin)?, candle_nn::rotary_emb::rope(&k, &cos, &sin)?)
+                    (candle_nn::rotary_emb::rope(&q, cos, sin)?, candle_nn::rotary_emb::rope(&k, cos, sin)?)
                 }
             };
             // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for

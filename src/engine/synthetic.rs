@@ -401,9 +401,10 @@ pub fn write_hf_dir_as(
     if let (Some(g), Some(obj)) = (&cfg.gemma, config.as_object_mut()) {
         let layer_types: Vec<&str> =
             g.local_layers.iter().map(|&l| if l { "sliding_attention" } else { "full_attention" }).collect();
-        let scaling = match g.rope_global_scale {
-            s if s == 1.0 => serde_json::Value::Null,
-            s => serde_json::json!({"rope_type": "linear", "factor": 1.0 / s}),
+        let scaling = if g.rope_global_scale == 1.0 {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!({"rope_type": "linear", "factor": 1.0 / g.rope_global_scale})
         };
         for (k, v) in [
             ("sliding_window", serde_json::json!(g.sliding_window)),

@@ -10,9 +10,7 @@
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, tiny_gemma3_with_window, write_gguf, write_hf_dir};
-use readout::engine::{
-    Architecture, Engine, LoadOptions, ModelConfig, PassOptions, Prefix, Suffix, Unit, WeightsMode,
-};
+use readout::engine::{Architecture, Engine, LoadOptions, ModelConfig, PassOptions, Prefix, Suffix, Unit, WeightsMode};
 use std::path::{Path, PathBuf};
 
 fn test_device() -> DeviceRequest {
@@ -80,7 +78,10 @@ fn a_gemma3_model_loads_as_gemma3() {
         let g = info.config.gemma.as_ref().expect("gemma3 parameters");
         assert_eq!(g.sliding_window, 4);
         assert_eq!(g.local_layers, vec![true, true, true, true, true, false]);
-        assert_eq!((g.rope_local_theta, g.rope_global_scale, g.query_scale, g.embed_scale), (10_000.0, 0.5, 0.125, 16.0));
+        assert_eq!(
+            (g.rope_local_theta, g.rope_global_scale, g.query_scale, g.embed_scale),
+            (10_000.0, 0.5, 0.125, 16.0)
+        );
         assert_eq!(info.config.rope_theta, 1_000_000.0);
         assert_eq!(info.parameters, tiny_config(Architecture::Gemma3).parameter_count());
     }
@@ -164,7 +165,8 @@ fn batched_suffixes_past_the_window_equal_plain_passes() {
     let prefix = enc("<|im_start|>user\nText:\nA shared state of some length.\n\n");
     let pre = e.extend(&Prefix::empty(), &prefix).unwrap();
     // Suffixes shorter than, as long as, and longer than the window.
-    let tails = ["Question: one?\nA. x\nB. y", "Q: two, a longer one with more tokens in it?", "C", "abc", "abcd", "abcde"];
+    let tails =
+        ["Question: one?\nA. x\nB. y", "Q: two, a longer one with more tokens in it?", "C", "abc", "abcd", "abcde"];
     let toks: Vec<Vec<u32>> = tails.iter().map(|t| enc(t)).collect();
     let all = vocab(&e);
     let batch: Vec<Suffix> = toks.iter().map(|t| Suffix { tokens: t, read: &all }).collect();
@@ -243,4 +245,20 @@ fn native_q5_0_and_k_quant_weights_agree_with_f32() {
         let d = rel_diff(&r[0].logits, &got);
         assert!(d < SAME, "{format} native: prefix + suffix: {d}");
     }
+}
+
+#[test]
+fn a_run_on_a_gemma3_model_writes_a_valid_result_file() {
+    // The CLI end to end on a Q5_0 gemma3 file (its byte-level tokenizer and ChatML template):
+    // the result file records the architecture and passes the schema.
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(&tiny_config(Architecture::Gemma3), "q5_0", dir.path(), "g");
+    let out = dir.path().join("r.json");
+    let (m, o) = (model.to_str().unwrap(), out.to_str().unwrap());
+    let args = ["run", "bench/evalsets/authored144.jsonl", "--model", m, "--device", "cpu", "--limit", "3"];
+    let r = crate::common::readout(&[&args[..], &["--shots", "0", "--debias", "cyclic", "--out", o]].concat());
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let doc = crate::common::validate(&out);
+    assert_eq!(doc["model"]["architecture"], "gemma3");
+    assert_eq!(doc["model"]["quantisation"], "Q5_0");
 }
