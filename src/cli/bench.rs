@@ -151,17 +151,9 @@ fn run_logits(a: LogitsArgs) -> Result<i32> {
     if let Some(share) = a.split.filter(|s| !(0.0..1.0).contains(s)) {
         return Err(readout::Error::Config(format!("--split {share}: give a share in [0, 1)")).into());
     }
-    let path = a.model.model.clone().unwrap_or_else(super::default_model);
-    let opts = readout::engine::LoadOptions {
-        device: a.model.device,
-        matmul: a.model.matmul,
-        weights: a.model.weights,
-        int8_activations: a.model.int8_activations,
-        kv_cache: a.model.kv_cache,
-        threads: a.model.threads,
-        chat_template: None,
-    };
-    let model = BareModel::load(&path, &opts).with_context(|| format!("loading model {}", path.display()))?;
+    let (path, _) = a.model.path()?;
+    let model =
+        BareModel::load(&path, &a.model.load_options()).with_context(|| format!("loading model {}", path.display()))?;
     let mut items = Vec::with_capacity(prompts.prompts.len());
     for p in &prompts.prompts {
         let (_, logits) = model.next_logits(&Prefix::empty(), &p.token_ids)?;

@@ -158,29 +158,9 @@ fn parse_matmul(s: &str) -> std::result::Result<MatmulPath, String> {
 impl ModelArgs {
     /// Load the chosen model.
     pub fn load(&self) -> Result<Engine> {
-        let named = self.model.clone().unwrap_or_else(default_model);
-        // `hf:ORG/REPO…`: the file (or directory) in the Hugging Face cache, fetched when missing.
-        let (path, source) = match named.to_str().and_then(readout::hub::HubSpec::from_model_arg) {
-            Some(spec) => {
-                let spec = spec?;
-                let resolved = pull::resolve_with_bar(&spec, &pull::hub_options(self.offline)?)?;
-                (resolved.path, Some(resolved.source))
-            }
-            None => (named, None),
-        };
-        let mut engine = Engine::load(
-            &path,
-            &LoadOptions {
-                device: self.device,
-                matmul: self.matmul,
-                weights: self.weights,
-                int8_activations: self.int8_activations,
-                kv_cache: self.kv_cache,
-                threads: self.threads,
-                chat_template: self.chat_template.clone(),
-            },
-        )
-        .with_context(|| format!("loading model {}", path.display()))?;
+        let (path, source) = self.path()?;
+        let mut engine =
+            Engine::load(&path, &self.load_options()).with_context(|| format!("loading model {}", path.display()))?;
         if let Some(source) = source {
             engine.set_source(source);
         }
@@ -188,6 +168,33 @@ impl ModelArgs {
             eprintln!("readout: {why}");
         }
         Ok(engine)
+    }
+
+    /// The model's path: the one named, or for `hf:ORG/REPO…` the file (or directory) in the
+    /// Hugging Face cache, fetched when missing, and where it came from.
+    pub fn path(&self) -> Result<(PathBuf, Option<readout::hub::ModelSource>)> {
+        let named = self.model.clone().unwrap_or_else(default_model);
+        Ok(match named.to_str().and_then(readout::hub::HubSpec::from_model_arg) {
+            Some(spec) => {
+                let spec = spec?;
+                let resolved = pull::resolve_with_bar(&spec, &pull::hub_options(self.offline)?)?;
+                (resolved.path, Some(resolved.source))
+            }
+            None => (named, None),
+        })
+    }
+
+    /// How to load it.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            device: self.device,
+            matmul: self.matmul,
+            weights: self.weights,
+            int8_activations: self.int8_activations,
+            kv_cache: self.kv_cache,
+            threads: self.threads,
+            chat_template: self.chat_template.clone(),
+        }
     }
 }
 
