@@ -128,7 +128,6 @@ fn load_gguf(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         "output.weight",
         names,
         GGUF_KEYS,
-        0.0,
     )?;
 
     let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
@@ -348,6 +347,10 @@ struct BlockKeys {
     gate: &'static str,
     up: &'static str,
     down: &'static str,
+    /// Added to every norm weight as it is read (the final norm's too): 1 for Gemma 3's
+    /// Hugging Face checkpoints, which store `w` of the `1 + w` the norms multiply by (GGUF
+    /// converters add the 1 themselves).
+    norm_shift: f32,
 }
 
 const GGUF_KEYS: BlockKeys = BlockKeys {
@@ -364,6 +367,7 @@ const GGUF_KEYS: BlockKeys = BlockKeys {
     gate: "ffn_gate",
     up: "ffn_up",
     down: "ffn_down",
+    norm_shift: 0.0,
 };
 
 const HF_KEYS: BlockKeys = BlockKeys {
@@ -380,6 +384,7 @@ const HF_KEYS: BlockKeys = BlockKeys {
     gate: "mlp.gate_proj",
     up: "mlp.up_proj",
     down: "mlp.down_proj",
+    norm_shift: 0.0,
 };
 
 /// Gemma 3's block in a Hugging Face checkpoint: there `post_attention_layernorm` is the norm
@@ -388,6 +393,7 @@ const GEMMA_HF_KEYS: BlockKeys = BlockKeys {
     ffn_norm: "pre_feedforward_layernorm",
     attn_post_norm: "post_attention_layernorm",
     ffn_post_norm: "post_feedforward_layernorm",
+    norm_shift: 1.0,
     ..HF_KEYS
 };
 
@@ -403,7 +409,6 @@ fn build(
     head_name: &str,
     names: impl Fn(usize, &str) -> String,
     keys: BlockKeys,
-    norm_shift: f32,
 ) -> Result<Transformer> {
     let (d, kv, q, ff, hd) = (
         cfg.hidden_size,
@@ -434,8 +439,8 @@ fn build(
             _ => Ok(None),
         }
     };
-    // A norm weight as the forward multiplies by it: Gemma 3's Hugging Face checkpoints store
-    // `w` of its `1 + w` (GGUF converters add the 1, and `norm_shift` is 0 for them).
+    // A norm weight as the forward multiplies by it (see `BlockKeys::norm_shift`).
+    let norm_shift = keys.norm_shift;
     let shift =
         |t: Tensor| -> Result<Tensor> { Ok(if norm_shift == 0.0 { t } else { t.affine(1.0, norm_shift as f64)? }) };
     let embed_w = shaped(embed_name.to_string(), &[cfg.vocab_size, d])?;
@@ -776,7 +781,6 @@ fn load_hf(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         "lm_head.weight",
         names,
         if gemma { GEMMA_HF_KEYS } else { HF_KEYS },
-        if gemma { 1.0 } else { 0.0 },
     )?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.exists() {

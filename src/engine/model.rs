@@ -1,9 +1,9 @@
 //! Our own decoder forward on candle tensors: RMSNorm, RoPE, grouped-query attention with an
 //! explicit mask, SwiGLU, Qwen3's per-head q/k norms, and Gemma 3's additions (norms after
-//! attention and MLP, GELU MLP, scaled embedding, sliding-window local layers). It is ours (not candle-transformers')
-//! because the readout needs what stock model code lacks: attention over a cached prefix with a
-//! tree mask (several suffixes in one pass, each seeing the prefix and its own tokens), arbitrary
-//! positions per token, and logits computed only at the rows that are read.
+//! attention and MLP, GELU MLP, scaled embedding, sliding-window local layers). It is ours (not
+//! candle-transformers') because the readout needs what stock model code lacks: attention over a
+//! cached prefix with a tree mask (several suffixes in one pass, each seeing the prefix and its own
+//! tokens), arbitrary positions per token, and logits computed only at the rows that are read.
 
 use super::config::{ModelConfig, RopeStyle};
 use super::int8::Width;
@@ -543,15 +543,7 @@ impl Transformer {
         // On CPU attention's softmax is our fused op (fused.rs), which takes the `[s, T]` masks
         // as they are; other devices add the mask with candle's broadcasting ops.
         let cpu = self.device.is_cpu();
-        // The local layers' masks: each segment's tree mask cut to the sliding window, for the
-        // segments that reach past it (`None`: the window hides nothing, the tree mask serves).
-        let local_masks: Vec<Option<Tensor>> = match gemma {
-            Some(g) if self.layers.iter().any(|l| l.local) => segs
-                .iter()
-                .map(|seg| window_mask(seg, g.sliding_window, &self.device))
-                .collect::<candle_core::Result<_>>()?,
-            _ => vec![None; segs.len()],
-        };
+        let local_masks = self.local_masks(segs)?;
         let for_device = |m: &Tensor| -> candle_core::Result<Tensor> {
             // [1, 1, s, T]
             m.unsqueeze(0)?.unsqueeze(0)
@@ -704,29 +696,42 @@ impl Transformer {
                 None => out,
             };
             x = (x + out)?;
-            let xn = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
-            let gate_up = layer.w_gate_up.forward(&xn)?; // [S, 2·ff]
-            let act = match (gemma.is_some(), cpu) {
-                (false, true) => super::fused::swiglu(&gate_up)?,
-                (true, true) => super::fused::geglu(&gate_up)?,
-                (false, false) => {
-                    let ff = gate_up.dim(1)? / 2;
-                    (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?
-                }
-                // candle's `gelu` is the tanh approximation.
-                (true, false) => {
-                    let ff = gate_up.dim(1)? / 2;
-                    (gate_up.narrow(1, 0, ff)?.gelu()? * gate_up.narrow(1, ff, ff)?)?
-                }
-            };
-            let ff = layer.w_down.forward(&act)?;
-            let ff = match &layer.ffn_post_norm {
-                Some(w) => candle_nn::ops::rms_norm(&ff, w, eps)?,
-                None => ff,
-            };
-            x = (x + ff)?;
+            x = (&x + self.mlp(layer, &x)?)?;
         }
         Ok((x, new_kv))
+    }
+
+    /// A layer's MLP on the residual `x`: its norm, gate and up as one product, SwiGLU (GELU for
+    /// Gemma 3), down, and Gemma 3's norm after it.
+    fn mlp(&self, layer: &Layer, x: &Tensor) -> candle_core::Result<Tensor> {
+        let eps = self.cfg.rms_eps as f32;
+        let xn = candle_nn::ops::rms_norm(x, &layer.ffn_norm, eps)?;
+        let gate_up = layer.w_gate_up.forward(&xn)?; // [S, 2·ff]
+        let ff = gate_up.dim(1)? / 2;
+        let act = match (self.cfg.gemma.is_some(), self.device.is_cpu()) {
+            (false, true) => super::fused::swiglu(&gate_up)?,
+            (true, true) => super::fused::geglu(&gate_up)?,
+            (false, false) => (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?,
+            // candle's `gelu` is the tanh approximation.
+            (true, false) => (gate_up.narrow(1, 0, ff)?.gelu()? * gate_up.narrow(1, ff, ff)?)?,
+        };
+        let out = layer.w_down.forward(&act)?;
+        match &layer.ffn_post_norm {
+            Some(w) => candle_nn::ops::rms_norm(&out, w, eps),
+            None => Ok(out),
+        }
+    }
+
+    /// The local layers' mask of each segment: its tree mask cut to the sliding window, for the
+    /// segments that reach past it (`None`: the window hides nothing, and the local layers use
+    /// the tree mask; always so for a model without local layers).
+    fn local_masks(&self, segs: &[Segment<'_>]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        match &self.cfg.gemma {
+            Some(g) if self.layers.iter().any(|l| l.local) => {
+                segs.iter().map(|seg| window_mask(seg, g.sliding_window, &self.device)).collect()
+            }
+            _ => Ok(vec![None; segs.len()]),
+        }
     }
 
     /// Output norm and LM head at the given rows of `hidden`. With `ids`, only those rows of the
