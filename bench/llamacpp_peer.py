@@ -128,7 +128,10 @@ def load_model(path, threads):
 
 
 def tokenize_prompt(llm, prompt):
-    ids = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    # BOS as the file's metadata asks (Gemma: yes; the GPT-2 vocabularies of SmolLM2 and Qwen3
+    # carry no key, and llama.cpp adds none for them), as Readout's tokenizer does.
+    add_bos = llm.metadata.get("tokenizer.ggml.add_bos_token") == "true"
+    ids = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
     if not ids:
         die("prompt tokenized to zero tokens")
     if len(ids) >= llm.n_ctx():
