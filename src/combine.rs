@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// One ordering of a row as scored.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OrderingRecord {
     /// Slot → option index: letter `A` showed option `order[0]`.
     pub order: Vec<usize>,

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// How an answer is read from the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Softmax over the letter logits at the answer position.
@@ -47,6 +48,7 @@ impl std::str::FromStr for Mode {
 
 /// The speed levers in force.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Levers {
     /// Shared prefixes computed once (the prompt tree).
     pub prefix_tree: bool,
@@ -95,6 +97,7 @@ impl Default for Levers {
 
 /// Everything that decides a job's numbers. Make one with [`RunConfig::builder`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunConfig {
     pub mode: Mode,
     pub shots: usize,

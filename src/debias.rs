@@ -41,6 +41,7 @@ const FLOOR: f64 = 1e-12;
 
 /// How orderings are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum DebiasMode {
     #[default]

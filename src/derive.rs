@@ -20,6 +20,7 @@ pub const LABEL: &str = "DERIVED";
 
 /// A weight encoding, with its ggml block layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum WeightType {
     F32,
@@ -91,6 +92,7 @@ impl Default for DeriveOptions {
 
 /// Which model the figures are for.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelSummary {
     pub name: String,
     pub file: String,
@@ -102,6 +104,7 @@ pub struct ModelSummary {
 
 /// The shape the arithmetic starts from.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Shape {
     pub vocab: u64,
     pub hidden: u64,
@@ -115,6 +118,7 @@ pub struct Shape {
 
 /// Bytes of something in one encoding.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BytesIn {
     pub dtype: WeightType,
     pub bytes: u64,
@@ -122,6 +126,7 @@ pub struct BytesIn {
 
 /// The LM head at one position.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Head {
     /// vocab × hidden.
     pub weights: u64,
@@ -133,6 +138,7 @@ pub struct Head {
 
 /// Logits only at the answer position instead of at every prompt position.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Trim {
     pub prompt_tokens: u64,
     /// Head FLOPs when logits are computed at every prompt position.
@@ -147,6 +153,7 @@ pub struct Trim {
 
 /// The head cut to the answer letters' rows.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Prune {
     pub to: u64,
     pub flops_per_position: u64,
@@ -158,6 +165,7 @@ pub struct Prune {
 
 /// The KV cache.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct KvCache {
     /// 2 × layers × kv_heads × head_dim × 4 (f32 cache, as the engine keeps it).
     pub bytes_per_token_f32: u64,
@@ -167,6 +175,7 @@ pub struct KvCache {
 
 /// Tensor data of the whole model in one encoding.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileSize {
     pub mode: WeightType,
     pub bytes: u64,
@@ -176,6 +185,7 @@ pub struct FileSize {
 
 /// Every DERIVED figure for one model.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Derivation {
     pub label: &'static str,
     pub model: Option<ModelSummary>,

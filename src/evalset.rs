@@ -48,6 +48,7 @@ pub struct Item {
 
 /// A line left out because it was bad and the caller asked to skip bad lines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SkippedLine {
     pub line: usize,
     pub field: String,

@@ -166,6 +166,7 @@ impl HubOptions {
 /// Where a model came from, as the result file records it: the repository, the commit its
 /// revision resolved to, and the file (absent for a model directory).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelSource {
     /// `ORG/REPO`.
     pub hub: String,

@@ -93,6 +93,7 @@ impl ScoredRow {
 
 /// One reliability bin `[lo, hi)` (the last is `[0.9, 1.0]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Bin {
     pub lo: f64,
     pub hi: f64,
@@ -107,6 +108,7 @@ pub struct Bin {
 /// one more column named [`INVALID`] when any row was invalid (each row of `counts` is then one
 /// longer than `labels`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Confusion {
     /// Option ids in order of first appearance in the rows.
     pub labels: Vec<String>,
@@ -115,6 +117,7 @@ pub struct Confusion {
 
 /// The figures for one set of rows (a family, or all rows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Metrics {
     pub rows: usize,
     pub accuracy: f64,
@@ -133,6 +136,7 @@ pub struct Metrics {
 
 /// A bootstrap percentile interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Interval {
     pub level: f64,
     pub lo: f64,
@@ -143,6 +147,7 @@ pub struct Interval {
 
 /// Everything a run reports about its rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Summary {
     pub overall: Metrics,
     pub families: BTreeMap<String, Metrics>,
@@ -389,6 +394,7 @@ pub fn mcnemar_exact(b: usize, c: usize) -> f64 {
 
 /// One family's figures in a paired comparison (paired rows only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FamilyDiff {
     pub rows: usize,
     pub accuracy_a: f64,
@@ -399,6 +405,7 @@ pub struct FamilyDiff {
 
 /// Two runs of one eval set, paired by row id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Comparison {
     /// Rows present in both runs.
     pub paired: usize,

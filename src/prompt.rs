@@ -20,7 +20,10 @@ pub const PROMPT_VERSION: &str = "readout-v1";
 /// answer letter (no "Question:"/"Options:" labels, no closing instruction), so each criterion and
 /// each ordering costs fewer tokens; the system message and the state are the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(into = "&'static str", try_from = "String")]
+// Written as its name (`as_str`), which TypeScript sees as a string.
+#[cfg_attr(feature = "ts", ts(type = "string"))]
 pub enum PromptVersion {
     #[default]
     V1,

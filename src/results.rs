@@ -16,6 +16,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// Whether a run finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Complete,
@@ -23,12 +24,14 @@ pub enum Status {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Program {
     pub name: String,
     pub version: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Machine {
     pub os: String,
     pub arch: String,
@@ -37,6 +40,7 @@ pub struct Machine {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelRecord {
     pub name: String,
     pub file: String,
@@ -72,6 +76,7 @@ fn f32_name() -> String {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct EvalSetRecord {
     pub name: String,
     pub path: String,
@@ -88,6 +93,7 @@ pub use crate::config::{default_pass_tokens, Levers, RunConfig};
 
 /// The worked examples a run used: a primary set, and an alternate for rows of the primary's groups.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ShotRecord {
     pub primary: Vec<String>,
     pub alternate: Vec<String>,
@@ -95,6 +101,7 @@ pub struct ShotRecord {
 
 /// How much work the plan saved.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PlanRecord {
     pub prompts: usize,
     /// Tokens of every prompt counted in full.
@@ -109,6 +116,7 @@ pub struct PlanRecord {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Timing {
     pub wall_seconds: f64,
     pub model_load_seconds: f64,
@@ -125,6 +133,7 @@ pub struct Timing {
 
 /// One scored row.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RowRecord {
     pub id: String,
     pub family: String,
@@ -188,6 +197,7 @@ impl RowRecord {
 
 /// A whole result file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ResultFile {
     pub schema: String,
     pub schema_version: u32,
@@ -200,6 +210,7 @@ pub struct ResultFile {
     pub config: RunConfig,
     pub shots: ShotRecord,
     /// Extra state a debias mode needs (the PriDe prior by option count, its sample row ids).
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, unknown>"))]
     pub debias_state: serde_json::Value,
     pub plan: PlanRecord,
     pub metrics: Option<Summary>,

@@ -23,6 +23,7 @@ pub const MAX_OPTIONS: usize = 26;
 
 /// How a criterion's options are formed and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum QuestionKind {
     /// Named options.

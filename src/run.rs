@@ -22,6 +22,7 @@ pub use crate::config::Mode;
 
 /// Progress as rows finish.
 #[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Progress {
     pub done: usize,
     pub total: usize,

@@ -22,6 +22,7 @@ pub const CLOSE_MARGIN: f64 = 0.10;
 
 /// One option's share of a decision.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OptionResult {
     pub id: String,
     pub description: String,
@@ -30,6 +31,7 @@ pub struct OptionResult {
 
 /// The decision on one criterion for one text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CriterionResult {
     pub criterion: String,
     #[serde(rename = "type")]
@@ -40,6 +42,7 @@ pub struct CriterionResult {
     pub probability: f64,
     /// For `score` questions: the probability-weighted level.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub expected_level: Option<f64>,
     /// The top probability minus the runner-up.
     pub margin: f64,
@@ -48,19 +51,23 @@ pub struct CriterionResult {
     pub order_unstable: Option<bool>,
     /// Share of the model's whole next-token distribution on the option letters (mean over orderings).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub letter_mass: Option<f64>,
 }
 
 /// All decisions for one text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TextResult {
     pub index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub id: Option<String>,
     pub criteria: Vec<CriterionResult>,
     /// Present when the text was cut from the middle to fit the context (`--truncate-middle`):
     /// how many tokens its longest prompt lost.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub truncated_tokens: Option<usize>,
 }
 

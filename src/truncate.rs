@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// What to do with a state whose prompt does not fit the model's context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Truncate {
     /// Refuse, naming the item or text and the token counts.

@@ -12,6 +12,7 @@ pub const MAX_CONTEXT: usize = 1 << 20;
 
 /// Which decoder family a model belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Architecture {
     Llama,
@@ -42,6 +43,7 @@ impl Architecture {
 /// How RoPE rotates dimension pairs: adjacent pairs (GGUF `llama`, whose q/k rows the converter
 /// permuted) or the two halves of a head (`qwen3`, and every Hugging Face checkpoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum RopeStyle {
     Interleaved,
@@ -50,6 +52,7 @@ pub enum RopeStyle {
 
 /// Everything the forward pass needs to know about a model's shape.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelConfig {
     pub architecture: Architecture,
     pub vocab_size: usize,
@@ -66,6 +69,7 @@ pub struct ModelConfig {
     pub rope_style: RopeStyle,
     /// What Gemma 3 adds to the decoder; `None` for `llama` and `qwen3`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub gemma: Option<Gemma>,
 }
 
@@ -76,6 +80,7 @@ pub struct ModelConfig {
 /// and after the MLP as well as before, a GELU (tanh) gated MLP, per-head q/k norms, and local
 /// layers that attend over a sliding window with their own RoPE base.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Gemma {
     /// A local layer's query at position `p` sees keys at positions `q` with `p − q < window`
     /// (itself included), as llama.cpp's standard sliding window masks `p − q ≥ window`.
@@ -95,6 +100,7 @@ pub struct Gemma {
     /// `cap · tanh(logits / cap)` on the output when the model has one (Gemma 2 did; Gemma 3
     /// has none).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub final_logit_softcap: Option<f32>,
 }
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 /// Which matmul kernel a projection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum MatmulPath {
     /// Weights dequantised to f32 once at load; f32 GEMM for every shape.
