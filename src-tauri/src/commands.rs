@@ -5,6 +5,8 @@
 use crate::state::{AppState, Settings};
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
+use readout::derive::{derive_file, Derivation, DeriveOptions};
+use readout::engine::ModelConfig;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::metrics::Comparison;
 use readout::results::{default_name, ResultFile, Status};
@@ -40,6 +42,7 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         compare_results,
         list_models,
         add_model,
+        derive_model,
         get_settings,
         set_settings,
         pick_file,
@@ -49,8 +52,10 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
 
 /// The bundled example: the support-ticket rubric and three texts to score with it, so a person
 /// can try the app before writing anything.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct Example {
+    /// A rubric file (docs/rubric.md), as `load_rubric` gives one.
+    #[ts(type = "unknown")]
     pub rubric: serde_json::Value,
     pub texts: Vec<String>,
 }
@@ -64,7 +69,6 @@ pub fn example() -> Res<Example> {
 
 /// A text from the UI.
 #[derive(Debug, Deserialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 #[ts(optional_fields)]
 pub struct TextIn {
     pub id: Option<String>,
@@ -104,7 +108,6 @@ pub async fn score_texts(
 
 /// Texts scored so far, sent after each one.
 #[derive(Debug, Clone, Copy, Serialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct ScoreProgress {
     pub done: usize,
     pub total: usize,
@@ -129,7 +132,6 @@ pub fn save_rubric(state: State<'_, AppState>, path: PathBuf, rubric: serde_json
 /// with the library's reason, so that the window can say what is wrong with it instead of
 /// leaving it out.
 #[derive(Debug, Serialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct EvalSetEntry {
     pub name: String,
     pub path: PathBuf,
@@ -144,7 +146,6 @@ pub struct EvalSetEntry {
 /// Why an eval set cannot be run: the library's message (file, line, field, what to do), and the
 /// line and field on their own for the window to show.
 #[derive(Debug, Serialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct SetProblem {
     pub message: String,
     pub line: Option<usize>,
@@ -218,7 +219,6 @@ pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
 
 /// What the Evaluate page asks for.
 #[derive(Debug, Deserialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 #[ts(optional_fields)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRequest {
@@ -356,12 +356,12 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
 }
 
 /// One row of the Results table.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct ResultEntry {
     pub file: PathBuf,
-    pub mode: String,
+    pub mode: Mode,
     pub shots: usize,
-    pub debias: String,
+    pub debias: DebiasMode,
     pub mean_family_balanced_accuracy: Option<f64>,
     pub order_unstable: Option<usize>,
     pub seconds: f64,
@@ -382,9 +382,9 @@ pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec
         }
         let r = ResultFile::load(&p).map_err(msg)?;
         out.push(ResultEntry {
-            mode: r.config.mode.as_str().into(),
+            mode: r.config.mode,
             shots: r.config.shots,
-            debias: r.config.debias.as_str().into(),
+            debias: r.config.debias,
             mean_family_balanced_accuracy: r.metrics.as_ref().map(|m| m.mean_family_balanced_accuracy),
             order_unstable: r.metrics.as_ref().and_then(|m| m.overall.order_unstable),
             seconds: r.timing.wall_seconds,
@@ -416,39 +416,35 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
     Ok(readout::metrics::compare(&ra.scored_rows(), &rb.scored_rows()))
 }
 
-/// A model the app knows.
 /// One model as the Models page and the model pickers show it (the contract in ui/README.md):
 /// its shape from the file's metadata, without loading the weights.
 #[derive(Debug, Serialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct ModelEntry {
     pub name: String,
     pub path: PathBuf,
     pub architecture: String,
     pub quantisation: String,
-    #[ts(type = "number")]
     pub parameters: u64,
-    #[ts(type = "Record<string, unknown>")]
-    pub config: serde_json::Value,
+    pub config: ModelConfig,
+}
+
+impl ModelEntry {
+    /// The entry of a model called `name` at `path`, stored as `quantisation`, of shape `config`.
+    pub fn new(name: String, path: PathBuf, quantisation: String, config: ModelConfig) -> ModelEntry {
+        ModelEntry {
+            name,
+            path,
+            architecture: config.architecture.as_str().to_string(),
+            quantisation,
+            parameters: config.parameter_count(),
+            config,
+        }
+    }
 }
 
 fn model_entry(path: &Path) -> Result<ModelEntry, String> {
     let md = readout::engine::read_metadata(path).map_err(msg)?;
-    let c = &md.config;
-    let mut config = serde_json::to_value(c).map_err(msg)?;
-    // The names the UI shows, as in Hugging Face's config.json.
-    config["tie_word_embeddings"] = c.tie_embeddings.into();
-    config["num_hidden_layers"] = c.num_layers.into();
-    config["num_attention_heads"] = c.num_heads.into();
-    config["num_key_value_heads"] = c.num_kv_heads.into();
-    Ok(ModelEntry {
-        name: md.name.clone(),
-        path: path.to_path_buf(),
-        architecture: c.architecture.as_str().to_string(),
-        quantisation: md.quantisation.clone(),
-        parameters: c.parameter_count(),
-        config,
-    })
+    Ok(ModelEntry::new(md.name, path.to_path_buf(), md.quantisation, md.config))
 }
 
 /// The default model and the models added through the dialog that can be read (a missing or
@@ -482,20 +478,59 @@ pub async fn add_model<R: tauri::Runtime>(app: tauri::AppHandle<R>, path: PathBu
     .map_err(msg)?
 }
 
-/// Settings as the UI shows them, with the device in use (read-only).
+/// Settings as the UI shows them, with the device of the model held (read-only; absent until a
+/// model has been loaded).
 #[derive(Debug, Serialize, TS)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 #[serde(rename_all = "camelCase")]
 pub struct SettingsView {
     #[serde(flatten)]
     pub settings: Settings,
+    /// The device the model runs on, e.g. `cpu (8 threads)`.
     pub device_in_use: Option<String>,
+    /// Why the engine runs on the CPU although a GPU was asked for (`auto` with a GPU build whose
+    /// GPU or libraries are missing): the library's reason, for the window to show.
+    pub device_fallback: Option<String>,
+}
+
+impl SettingsView {
+    /// `settings`, with the device of `held` (the model loaded, if any).
+    pub fn new(settings: Settings, held: Option<&readout::engine::ModelInfo>) -> SettingsView {
+        SettingsView {
+            settings,
+            device_in_use: held.map(|i| i.device.clone()),
+            device_fallback: held.and_then(|i| i.device_fallback.clone()),
+        }
+    }
 }
 
 #[tauri::command]
 pub fn get_settings(state: State<'_, AppState>) -> SettingsView {
-    let device_in_use = state.engine.lock().ok().and_then(|h| h.as_ref().map(|(_, e)| e.info().device.clone()));
-    SettingsView { settings: state.settings(), device_in_use }
+    let held = state.engine.lock().ok().and_then(|h| h.as_ref().map(|(_, e)| e.clone()));
+    SettingsView::new(state.settings(), held.as_ref().map(|e| e.info()))
+}
+
+/// What the Models page's DERIVED panel asks for: a model, and the rows its head is pruned to.
+#[derive(Debug, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct DeriveRequest {
+    pub model: PathBuf,
+    /// Head rows kept when it is pruned to the answer letters (the library's default when absent).
+    pub prune_to: Option<u64>,
+    /// Prompt length for the trim and KV-cache figures (the library's default when absent).
+    pub prompt_tokens: Option<u64>,
+}
+
+/// The DERIVED figures of a model (`readout derive`): exact arithmetic from its shape, read from
+/// its metadata without loading the weights.
+#[tauri::command]
+pub async fn derive_model(request: DeriveRequest) -> Res<Derivation> {
+    let d = DeriveOptions::default();
+    let opts = DeriveOptions {
+        prune_to: request.prune_to.unwrap_or(d.prune_to),
+        prompt_tokens: request.prompt_tokens.unwrap_or(d.prompt_tokens),
+    };
+    tauri::async_runtime::spawn_blocking(move || derive_file(&request.model, opts).map_err(msg)).await.map_err(msg)?
 }
 
 /// A native file dialog; `None` when the user cancels. Only paths chosen here are handed back.

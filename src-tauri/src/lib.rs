@@ -5,6 +5,7 @@
 //! cancel flag is honoured between rows, leaving a valid partial result file.
 
 pub mod commands;
+pub mod contract;
 pub mod state;
 
 /// Build and run the app.

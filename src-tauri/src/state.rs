@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 /// Settings that persist between launches.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ts_rs::TS)]
 #[serde(rename_all = "camelCase", default)]
-#[ts(export, export_to = "../../ui/src/gen/")]
 pub struct Settings {
     /// Where result files are saved and listed.
     pub bench_dir: PathBuf,

@@ -227,7 +227,7 @@ fn models_and_settings() {
     assert_eq!(models[0]["architecture"], "llama");
     assert_eq!(models[0]["config"]["vocab_size"], tiny.vocab_size);
     assert_eq!(models[0]["config"]["hidden_size"], tiny.hidden_size);
-    assert!(models[0]["config"]["tie_word_embeddings"].is_boolean());
+    assert_eq!(models[0]["config"]["tie_embeddings"], tiny.tie_embeddings);
     assert!(models[0]["parameters"].as_u64().unwrap() > 0);
     let info = call(&app, "add_model", json!({"path": models[0]["path"]})).unwrap();
     assert_eq!(info["architecture"], "llama");
@@ -250,6 +250,49 @@ fn models_and_settings() {
     assert_eq!(call(&app, "get_settings", json!({})).unwrap()["device"], "cpu");
     let missing = call(&app, "add_model", json!({"path": "/nope/model.gguf"})).unwrap_err();
     assert!(missing.as_str().unwrap().contains("does not exist"), "{missing}");
+    // The model held (added above, on the CPU asked for) is the device shown, with no fallback.
+    let view = call(&app, "get_settings", json!({})).unwrap();
+    assert!(view["deviceInUse"].as_str().unwrap().starts_with("cpu ("), "{view}");
+    assert!(view.as_object().unwrap().contains_key("deviceFallback") && view["deviceFallback"].is_null(), "{view}");
+}
+
+/// The engine's reason for running on the CPU (`auto` on a GPU build without its GPU) reaches
+/// the window through `get_settings`. A CPU build never falls back, so the reason is put into the
+/// model info of an engine loaded here.
+#[test]
+fn a_device_fallback_is_shown_with_the_device() {
+    use readout_app_lib::commands::SettingsView;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    write_gguf(&model, &tiny_config(Architecture::Llama), 3, candle_core_dtype()).unwrap();
+    let engine = readout::engine::Engine::load(&model, &Default::default()).unwrap();
+    let why = "CUDA not usable (no CUDA driver found); running on CPU";
+    let mut info = engine.info().clone();
+    info.device_fallback = Some(why.into());
+    let view = serde_json::to_value(SettingsView::new(Settings::default(), Some(&info))).unwrap();
+    assert_eq!(
+        (view["deviceInUse"].as_str(), view["deviceFallback"].as_str()),
+        (Some(info.device.as_str()), Some(why))
+    );
+    let none = serde_json::to_value(SettingsView::new(Settings::default(), None)).unwrap();
+    assert!(none["deviceInUse"].is_null() && none["deviceFallback"].is_null(), "{none}");
+}
+
+#[test]
+fn derive_model_gives_the_librarys_figures() {
+    let app = app();
+    let model = call(&app, "list_models", json!({})).unwrap()[0]["path"].clone();
+    let d = call(&app, "derive_model", json!({"request": {"model": model, "pruneTo": 3}})).unwrap();
+    let tiny = tiny_config(Architecture::Llama);
+    let (vocab, hidden) = (tiny.vocab_size as u64, tiny.hidden_size as u64);
+    assert_eq!(d["label"], "DERIVED");
+    assert_eq!(d["lm_head"]["flops_per_position"].as_u64(), Some(2 * vocab * hidden));
+    assert_eq!(d["prune"]["to"], 3);
+    assert_eq!(d["prune"]["flops_per_position"].as_u64(), Some(2 * 3 * hidden));
+    assert_eq!(d["trim"]["prompt_tokens"], 600, "the library's default prompt length");
+    assert_eq!(d["model"]["file"], "tiny.gguf");
+    let err = call(&app, "derive_model", json!({"request": {"model": model, "pruneTo": 0}})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("prune-to"), "{err}");
 }
 
 #[test]
@@ -369,4 +412,153 @@ fn a_bundled_set_that_cannot_be_written_is_listed_with_why() {
     assert_eq!(entry["rows"], 0);
     let message = entry["error"]["message"].as_str().unwrap();
     assert!(message.contains("data"), "{message}");
+}
+
+// ── The UI's half of the contract ───────────────────────────────────────────────────────────
+// ui/src/gen/ (the TypeScript types of every command's arguments and answers, the library's
+// included) and ui/src/fixtures/ (what the browser mock serves: answers of the real commands and
+// the library, never numbers the UI computes). Both are written here; CI fails when what is
+// committed differs from what this writes.
+
+/// What the browser mock (ui/src/mock.ts) serves besides whole result files, all made by the
+/// library: the models it lists, their DERIVED figures, the metrics of runs stopped part way,
+/// and the comparisons of the two bundled result files.
+#[derive(serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+struct MockFixtures {
+    models: Vec<readout_app_lib::commands::ModelEntry>,
+    derivations: Vec<MockDerivation>,
+    /// The metrics of each bundled run cut after every 24 rows, as a stopped run has them.
+    partials: Vec<MockPartial>,
+    comparisons: Vec<MockComparison>,
+}
+
+#[derive(serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+struct MockDerivation {
+    model: std::path::PathBuf,
+    prune_to: u64,
+    derivation: readout::derive::Derivation,
+}
+
+#[derive(serde::Serialize, ts_rs::TS)]
+struct MockPartial {
+    debias: readout::debias::DebiasMode,
+    rows: usize,
+    metrics: readout::metrics::Summary,
+}
+
+#[derive(serde::Serialize, ts_rs::TS)]
+struct MockComparison {
+    a: readout::debias::DebiasMode,
+    b: readout::debias::DebiasMode,
+    comparison: readout::metrics::Comparison,
+}
+
+/// The bundled result files the mock serves (bench/results), by debias mode.
+const MOCK_RUNS: [(readout::debias::DebiasMode, &str); 2] = [
+    (readout::debias::DebiasMode::Cyclic, "authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json"),
+    (readout::debias::DebiasMode::None, "authored144_smollm2-135m-instruct.q4_1_readout_3shot_none.json"),
+];
+
+/// The letter counts the mock has DERIVED figures for.
+const MOCK_LETTERS: std::ops::RangeInclusive<u64> = 2..=8;
+
+/// Make `dir` hold exactly `files` among its files ending in `ext`: a file whose contents are
+/// already right is left alone, one that no longer belongs is removed.
+fn sync_dir(dir: &std::path::Path, ext: &str, files: &std::collections::BTreeMap<String, String>) {
+    std::fs::create_dir_all(dir).unwrap();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(ext) && !files.contains_key(&name) {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    for (name, text) in files {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+}
+
+fn pretty(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).unwrap() + "\n"
+}
+
+#[test]
+fn the_ui_contract_types_and_mock_fixtures_are_written() {
+    use readout::engine::synthetic::shape_config;
+    use readout_app_lib::commands::ModelEntry;
+    use std::collections::BTreeMap;
+    use ts_rs::TS;
+
+    // ── ui/src/gen: written whole into a fresh folder, then copied over.
+    let out = tempfile::tempdir().unwrap();
+    let cfg = readout_app_lib::contract::config(out.path());
+    readout_app_lib::contract::export(&cfg).unwrap();
+    MockFixtures::export_all(&cfg).unwrap();
+    let mut gen = BTreeMap::new();
+    for e in std::fs::read_dir(out.path()).unwrap().flatten() {
+        gen.insert(e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).unwrap());
+    }
+    for want in ["ResultFile.ts", "TextResult.ts", "Comparison.ts", "Summary.ts", "Derivation.ts", "DebiasMode.ts"] {
+        assert!(gen.contains_key(want), "{want} was not written: {:?}", gen.keys());
+    }
+    // 64-bit integers are numbers, as JSON.parse gives them.
+    assert!(gen["RunConfig.ts"].contains("shot_seed: number"), "{}", gen["RunConfig.ts"]);
+    sync_dir(&repo().join("ui/src/gen"), ".ts", &gen);
+
+    // ── ui/src/fixtures: what the commands answer, and the library's figures.
+    let app = app();
+    let results = repo().join("bench/results");
+    let mut fixtures = BTreeMap::new();
+    fixtures.insert("example.json".to_string(), pretty(&call(&app, "example", json!({})).unwrap()));
+    let mut runs = Vec::new();
+    for (debias, name) in MOCK_RUNS {
+        let file = results.join(name);
+        fixtures.insert(name.to_string(), pretty(&call(&app, "load_result", json!({"file": file})).unwrap()));
+        runs.push((debias, file));
+    }
+    let models: Vec<ModelEntry> = [
+        ("SmolLM2-135M-Instruct", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1", "smollm2-135m"),
+        ("Qwen3-0.6B", "/home/me/models/Qwen3-0.6B", "BF16", "qwen3-0.6b"),
+        ("Qwen3-4B Q4_K_M", "/home/me/models/Qwen3-4B-Q4_K_M.gguf", "Q4_K", "qwen3-4b"),
+    ]
+    .into_iter()
+    .map(|(name, path, quant, shape)| {
+        ModelEntry::new(name.into(), path.into(), quant.into(), shape_config(shape).unwrap())
+    })
+    .collect();
+    let mut derivations = Vec::new();
+    for m in &models {
+        // The answer letters of most criteria (the mock refuses other counts, saying why).
+        for prune_to in MOCK_LETTERS {
+            let opts = readout::derive::DeriveOptions { prune_to, ..Default::default() };
+            let derivation = readout::derive::derive(&m.config, opts).unwrap();
+            derivations.push(MockDerivation { model: m.path.clone(), prune_to, derivation });
+        }
+    }
+    let step = 24;
+    let mut partials = Vec::new();
+    for (debias, file) in &runs {
+        let whole = readout::results::ResultFile::load(file).unwrap();
+        for rows in (step..=whole.rows.len()).step_by(step) {
+            let mut cut = whole.clone();
+            cut.rows.truncate(rows);
+            cut.summarize();
+            partials.push(MockPartial { debias: *debias, rows, metrics: cut.metrics.unwrap() });
+        }
+    }
+    let mut comparisons = Vec::new();
+    for (a, fa) in &runs {
+        for (b, fb) in &runs {
+            let c = call(&app, "compare_results", json!({"a": fa, "b": fb})).unwrap();
+            comparisons.push(MockComparison { a: *a, b: *b, comparison: serde_json::from_value(c).unwrap() });
+        }
+    }
+    assert_eq!(comparisons.len(), 4);
+    let mock = MockFixtures { models, derivations, partials, comparisons };
+    fixtures.insert("mock.json".to_string(), pretty(&mock));
+    sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }

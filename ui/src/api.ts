@@ -4,23 +4,25 @@
 // development. The command names, argument names and JSON shapes are the IPC contract:
 // see README.md.
 import { Channel, invoke } from '@tauri-apps/api/core';
+import type { DeriveRequest } from './gen/DeriveRequest';
 import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
 import type { Settings as ShellSettings } from './gen/Settings';
-import type { TextIn } from './gen/TextIn';
 import type {
   Comparison,
-  EvalSetInfo,
-  ModelInfo,
+  DebiasMode,
+  Derivation,
+  EvalSetEntry,
+  Example,
+  ModelEntry,
   PickKind,
   Progress,
+  ResultEntry,
   ResultFile,
-  ResultSummary,
   Rubric,
   RunRequest,
-  ScoreDebias,
   ScoreProgress,
   Settings,
-  TextInput,
+  TextIn,
   TextResult,
 } from './types';
 
@@ -28,8 +30,9 @@ export type * from './types';
 
 export interface ScoreRequest {
   rubric: Rubric;
-  texts: TextInput[];
-  debias: ScoreDebias;
+  texts: TextIn[];
+  /** How the options' order is handled (the library's debias modes, as in a run). */
+  debias: DebiasMode;
   model?: string;
 }
 
@@ -38,19 +41,21 @@ export interface Backend {
   /** Scores the texts, reporting after each; stopped by `cancelRun`, it gives the texts scored so far (fewer results than texts). */
   scoreTexts(req: ScoreRequest, onProgress: (p: ScoreProgress) => void): Promise<TextResult[]>;
   /** The bundled example rubric and texts. */
-  example(): Promise<{ rubric: Rubric; texts: string[] }>;
+  example(): Promise<Example>;
   loadRubric(path: string): Promise<Rubric>;
   saveRubric(path: string, rubric: Rubric): Promise<void>;
-  listEvalSets(): Promise<EvalSetInfo[]>;
+  listEvalSets(): Promise<EvalSetEntry[]>;
   runEval(req: RunRequest, onProgress: (p: Progress) => void): Promise<ResultFile>;
   cancelRun(): Promise<void>;
   /** Writes the last run's result file; returns the path written. No path: the results folder, default name. */
   saveResult(path?: string): Promise<string>;
-  listResults(dir?: string): Promise<ResultSummary[]>;
+  listResults(dir?: string): Promise<ResultEntry[]>;
   loadResult(file: string): Promise<ResultFile>;
   compareResults(a: string, b: string): Promise<Comparison>;
-  listModels(): Promise<ModelInfo[]>;
-  addModel(path: string): Promise<ModelInfo>;
+  listModels(): Promise<ModelEntry[]>;
+  addModel(path: string): Promise<ModelEntry>;
+  /** The library's DERIVED figures of a model (`readout derive`), from its shape alone. */
+  deriveModel(req: DeriveRequest): Promise<Derivation>;
   getSettings(): Promise<Settings>;
   setSettings(s: Settings): Promise<Settings>;
   /** A native file dialog; null when the user cancels. */
@@ -71,21 +76,22 @@ const tauriBackend: Backend = {
       ...strip({ rubric, texts: texts satisfies TextIn[], debias, model }),
       onProgress: new Channel<ScoreProgress>(onProgress),
     }),
-  example: () => invoke<{ rubric: Rubric; texts: string[] }>('example'),
+  example: () => invoke<Example>('example'),
   loadRubric: (path) => invoke<Rubric>('load_rubric', { path }),
   saveRubric: (path, rubric) => invoke<void>('save_rubric', { path, rubric }),
-  listEvalSets: () => invoke<EvalSetInfo[]>('list_eval_sets'),
+  listEvalSets: () => invoke<EvalSetEntry[]>('list_eval_sets'),
   runEval: (req, onProgress) => {
     const channel = new Channel<Progress>(onProgress);
     return invoke<ResultFile>('run_eval', { request: strip(req) satisfies ShellRunRequest, onProgress: channel });
   },
   cancelRun: () => invoke<void>('cancel_run'),
   saveResult: (path) => invoke<string>('save_result', strip({ path })),
-  listResults: (dir) => invoke<ResultSummary[]>('list_results', strip({ dir })),
+  listResults: (dir) => invoke<ResultEntry[]>('list_results', strip({ dir })),
   loadResult: (file) => invoke<ResultFile>('load_result', { file }),
   compareResults: (a, b) => invoke<Comparison>('compare_results', { a, b }),
-  listModels: () => invoke<ModelInfo[]>('list_models'),
-  addModel: (path) => invoke<ModelInfo>('add_model', { path }),
+  listModels: () => invoke<ModelEntry[]>('list_models'),
+  addModel: (path) => invoke<ModelEntry>('add_model', { path }),
+  deriveModel: (request) => invoke<Derivation>('derive_model', { request: strip(request) satisfies DeriveRequest }),
   // The shell keeps `threads` unset for all cores (null); the UI shows 0.
   getSettings: async () => fromShell(await invoke<Settings>('get_settings')),
   // One `settings` argument, as the command takes it; it answers with the settings saved.
@@ -137,6 +143,7 @@ export const loadResult = call('loadResult');
 export const compareResults = call('compareResults');
 export const listModels = call('listModels');
 export const addModel = call('addModel');
+export const deriveModel = call('deriveModel');
 export const getSettings = call('getSettings');
 export const setSettings = call('setSettings');
 export const pickFile = call('pickFile');

@@ -49,6 +49,19 @@ export function App() {
       setSettingsState({ status: 'error', message: errorMessage(e) });
     }
   }
+  /** Read the settings again without a loading state: the device in use (and any fallback from
+   * the GPU) is known only once a model has been loaded, by a score or a run. */
+  async function refreshDevice() {
+    try {
+      const next = await getSettings();
+      setSettingsState((cur) => (cur.status === 'ready' ? { status: 'ready', settings: next } : cur));
+    } catch {
+      // The settings shown stay as they were; the Models page reloads them with their error.
+    }
+  }
+  useEffect(() => {
+    void refreshDevice();
+  }, [page]);
   async function applySettings(s: Settings) {
     const next = await setSettings(s);
     setSettingsState({ status: 'ready', settings: next });
@@ -82,17 +95,22 @@ export function App() {
           ))}
         </ul>
         <div class="nav-foot muted small">
-          {s?.deviceInUse && <div>Device: {s.deviceInUse}</div>}
+          {s?.deviceInUse && (
+            <div data-testid="nav-device" title={s.deviceFallback ?? undefined}>
+              Device: {s.deviceInUse}
+              {s.deviceFallback && <span class="badge badge-close"> GPU not used</span>}
+            </div>
+          )}
           {!inTauri() && <div class="demo" title="Running in a browser: the answers come from a stand-in backend, not a model.">Demo data (browser)</div>}
         </div>
         </div>
       </nav>
       <main class="main">
         <div hidden={page !== 'score'}>
-          <ScorePage models={modelList} defaultModel={s?.defaultModel} />
+          <ScorePage models={modelList} defaultModel={s?.defaultModel} onModelUsed={refreshDevice} />
         </div>
         <div hidden={page !== 'evaluate'}>
-          <EvaluatePage models={modelList} defaultModel={s?.defaultModel} onSaved={() => setResultsRefresh((n) => n + 1)} />
+          <EvaluatePage models={modelList} defaultModel={s?.defaultModel} onSaved={() => setResultsRefresh((n) => n + 1)} onModelUsed={refreshDevice} />
         </div>
         <div hidden={page !== 'results'}>
           <ResultsPage benchDir={s?.benchDir} refresh={resultsRefresh} active={page === 'results'} />

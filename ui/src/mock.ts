@@ -1,29 +1,37 @@
 // A stand-in backend for a plain browser (tests, development). It answers every command of
-// the IPC contract with data of the real shapes: the two bundled result files are real
-// `readout run` outputs; scores of texts are made up from word overlap (deterministic).
+// the IPC contract with data of the real shapes (the types ts-rs generates from the Rust ones),
+// and every figure it shows was made by the Rust library, never computed here: the result files,
+// the bundled example, the models, their DERIVED figures, the metrics of runs stopped part way
+// and the comparisons are fixtures that src-tauri's `cargo test` writes into ./fixtures/ from the
+// committed bench/results files and the library (CI fails when they are stale). Only the answers
+// to texts are made up, from word overlap (deterministic): there is no model in a browser.
 //
 // Flags (URL query):
 //   ?slow=1          every call takes 3 s longer and a run takes ~10 s (to see "running" states)
 //   ?empty=1         no result files, no models (to see "empty" states)
 //   ?fail=a,b        the named commands fail (e.g. fail=list_results,list_models,add_model)
 //   ?badset=1        the eval-set folder also holds a set that cannot be read (line 2, `options`)
+//   ?fallback=1      the model runs on the CPU because the GPU could not be used (the engine's reason)
 // and inputs that fail the way the real backend does:
 //   a text containing FAIL           → score_texts fails (prompt longer than the context)
 //   an eval set whose path ends bad.jsonl → run_eval refuses the set (line 2, field `options`)
 //   a rubric path containing "bad"   → load_rubric fails (field `questions.topic.criteria`)
 import type { Backend, ScoreRequest } from './api';
+import exampleFixture from './fixtures/example.json';
 import cyclicFixture from './fixtures/authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json';
 import noneFixture from './fixtures/authored144_smollm2-135m-instruct.q4_1_readout_3shot_none.json';
-import exampleRubric from './fixtures/support-ticket.rubric.json';
-import { compare, summarize } from './mockMetrics';
+import mockFixture from './fixtures/mock.json';
+import type { MockFixtures } from './gen/MockFixtures';
 import type {
   CriterionResult,
-  EvalSetInfo,
-  ModelInfo,
+  DebiasMode,
+  EvalSetEntry,
+  Example,
+  ModelEntry,
   OptionResult,
   PickKind,
+  ResultEntry,
   ResultFile,
-  ResultSummary,
   Rubric,
   ScoreProgress,
   Settings,
@@ -35,6 +43,7 @@ const SLOW = query.get('slow') === '1';
 const EMPTY = query.get('empty') === '1';
 const FAIL = new Set((query.get('fail') ?? '').split(',').filter(Boolean));
 const BADSET = query.get('badset') === '1';
+const FALLBACK = query.get('fallback') === '1';
 
 /** The library's message for the bad set (as `EvalSet::load` words it). */
 const badSetMessage = (path: string) =>
@@ -48,75 +57,21 @@ function failIf(command: string, message: string): void {
   if (FAIL.has(command)) throw message;
 }
 
-const CYCLIC = cyclicFixture as unknown as ResultFile;
-const NONE = noneFixture as unknown as ResultFile;
+// JSON imports are typed by their contents (plain strings where the types have unions): the
+// casts say which generated type each fixture is, as the shell's answer it was recorded from.
+const FIXTURES = mockFixture as unknown as MockFixtures;
+const EXAMPLE = exampleFixture as unknown as Example;
+/** The two bundled runs, by the debias mode they were made with. */
+const RUNS: { debias: DebiasMode; file: ResultFile }[] = [
+  { debias: 'cyclic', file: cyclicFixture as unknown as ResultFile },
+  { debias: 'none', file: noneFixture as unknown as ResultFile },
+];
+/** The bundled run a mock run of `debias` replays. */
+const runFor = (debias: DebiasMode) => (debias === 'none' ? RUNS[1] : RUNS[0]);
 
-// ---- models ----
+// ---- models (made by the library from their published shapes) ----
 
-interface Shape {
-  vocab: number;
-  hidden: number;
-  layers: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  ffn: number;
-  qkNorm: boolean;
-}
-
-/** Parameter count of a tied-embedding llama/qwen3 decoder from its shape. */
-function parameters(s: Shape): number {
-  const attn = s.hidden * s.heads * s.headDim * 2 + s.hidden * s.kvHeads * s.headDim * 2;
-  const mlp = 3 * s.hidden * s.ffn;
-  const norms = 2 * s.hidden + (s.qkNorm ? 2 * s.headDim : 0);
-  return s.vocab * s.hidden + s.layers * (attn + mlp + norms) + s.hidden;
-}
-
-function model(name: string, path: string, arch: string, quant: string, s: Shape, context: number): ModelInfo {
-  return {
-    name,
-    path,
-    architecture: arch,
-    quantisation: quant,
-    parameters: parameters(s),
-    config: {
-      vocab_size: s.vocab,
-      hidden_size: s.hidden,
-      num_hidden_layers: s.layers,
-      num_attention_heads: s.heads,
-      num_key_value_heads: s.kvHeads,
-      head_dim: s.headDim,
-      intermediate_size: s.ffn,
-      max_position_embeddings: context,
-      tie_word_embeddings: true,
-    },
-  };
-}
-
-const SMOLLM2 = model(
-  'SmolLM2-135M-Instruct',
-  'models/SmolLM2-135M-Instruct.Q4_1.gguf',
-  'llama',
-  'Q4_1',
-  { vocab: 49152, hidden: 576, layers: 30, heads: 9, kvHeads: 3, headDim: 64, ffn: 1536, qkNorm: false },
-  8192,
-);
-const QWEN3_06B = model(
-  'Qwen3-0.6B',
-  '/home/me/models/Qwen3-0.6B',
-  'qwen3',
-  'BF16',
-  { vocab: 151936, hidden: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 3072, qkNorm: true },
-  40960,
-);
-const QWEN3_17B = model(
-  'Qwen3-1.7B Q8_0',
-  '/home/me/models/Qwen3-1.7B-Q8_0.gguf',
-  'qwen3',
-  'Q8_0',
-  { vocab: 151936, hidden: 2048, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 6144, qkNorm: true },
-  40960,
-);
+const [SMOLLM2, QWEN3_06B, QWEN3_4B] = FIXTURES.models;
 
 // ---- scoring texts ----
 
@@ -172,14 +127,15 @@ function checkRubric(rubric: Rubric, file: string): void {
   }
 }
 
-function scoreOne(text: string, name: string, q: Rubric['questions'][string], cyclic: boolean): CriterionResult {
+/** Made-up answers (there is no model here); `checked`: more than one option order was scored. */
+function scoreOne(text: string, name: string, q: Rubric['questions'][string], checked: boolean): CriterionResult {
   const opts = optionsOf(q);
   const tw = words(text);
   const logits = opts.map((o, i) => {
     let overlap = 0;
     for (const w of words(o.description)) if (tw.has(w) || tw.has(w.replace(/s$/, ''))) overlap += 1;
     const noise = (hash(`${text}|${name}|${o.id}`) % 1000) / 1000;
-    const position = cyclic ? 0 : 0.35 * (opts.length - i) / opts.length; // the small model's taste for "A"
+    const position = checked ? 0 : 0.35 * (opts.length - i) / opts.length; // the small model's taste for "A"
     return 1.6 * overlap + 0.9 * noise + position;
   });
   if (q.type === 'noul') {
@@ -204,12 +160,18 @@ function scoreOne(text: string, name: string, q: Rubric['questions'][string], cy
   if (q.type === 'score') result.expected_level = options.reduce((s, o, i) => s + i * o.probability, 0);
   result.margin = margin;
   result.close = margin < 0.1;
-  result.order_unstable = cyclic ? margin < 0.12 || hash(`${text}|${name}`) % 5 === 0 : null;
+  result.order_unstable = checked ? margin < 0.12 || hash(`${text}|${name}`) % 5 === 0 : null;
   result.letter_mass = 0.62 + (hash(`${name}|${text}|mass`) % 350) / 1000;
   return result;
 }
 
 // ---- the mock backend ----
+
+/** A result file the mock holds, with the bundled run it came from (for its comparisons). */
+interface Held {
+  file: ResultFile;
+  from: DebiasMode;
+}
 
 export function createMockBackend(): Backend {
   let settings: Settings = {
@@ -218,17 +180,18 @@ export function createMockBackend(): Backend {
     device: 'auto',
     threads: 0,
     deviceInUse: 'cpu (2 threads)',
+    deviceFallback: FALLBACK ? 'CUDA not usable (the CUDA driver (libcuda.so) was not found); running on CPU' : null,
     models: [],
   };
-  const models: ModelInfo[] = EMPTY ? [] : [SMOLLM2, QWEN3_06B];
-  const results = new Map<string, ResultFile>();
+  const models: ModelEntry[] = EMPTY ? [] : [SMOLLM2, QWEN3_06B];
+  const results = new Map<string, Held>();
   if (!EMPTY) {
-    for (const r of [CYCLIC, NONE]) results.set(`bench/results/${fileName(r)}`, r);
+    for (const r of RUNS) results.set(`bench/results/${fileName(r.file)}`, { file: r.file, from: r.debias });
   }
   let run: { cancelled: boolean } | null = null;
   /** Rows done by stopped runs, by their options: what a partial file in the results folder holds. */
   const partials = new Map<string, number>();
-  let lastResult: ResultFile | null = null;
+  let lastResult: Held | null = null;
 
   function fileName(r: ResultFile): string {
     const model = r.model.file.replace(/\.gguf$/i, '').toLowerCase();
@@ -236,7 +199,7 @@ export function createMockBackend(): Backend {
     return `${base}${r.status === 'partial' ? '_partial' : ''}.json`;
   }
 
-  function summaryOf(file: string, r: ResultFile): ResultSummary {
+  function entryOf(file: string, r: ResultFile): ResultEntry {
     return {
       file,
       mode: r.config.mode,
@@ -250,7 +213,7 @@ export function createMockBackend(): Backend {
     };
   }
 
-  function findResult(file: string): ResultFile {
+  function findResult(file: string): Held {
     const r = results.get(file) ?? [...results.entries()].find(([k]) => k.endsWith(file))?.[1];
     if (!r) throw `${file}: No such file or directory (os error 2)`;
     return r;
@@ -262,7 +225,7 @@ export function createMockBackend(): Backend {
       failIf('score_texts', 'tensor computation failed: mock failure');
       checkRubric(req.rubric, 'rubric');
       if (req.texts.length === 0) throw 'texts: nothing to score; paste a text or open a file';
-      const cyclic = req.debias === 'cyclic';
+      const checked = req.debias !== 'none';
       // Checked first, as the shell refuses a text before scoring any.
       req.texts.forEach((t, index) => {
         if (t.text.includes('FAIL')) {
@@ -274,10 +237,10 @@ export function createMockBackend(): Backend {
       run = me;
       const out: TextResult[] = [];
       for (const [index, t] of req.texts.entries()) {
-        await latency(150 * (cyclic ? 2 : 1));
+        await latency(150 * (checked ? 2 : 1));
         const r: TextResult = { index, criteria: [] };
         if (t.id) r.id = t.id;
-        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, cyclic));
+        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, checked));
         out.push(r);
         onProgress({ done: index + 1, total: req.texts.length });
         if (me.cancelled) break;
@@ -287,14 +250,7 @@ export function createMockBackend(): Backend {
 
     async example() {
       await latency();
-      return {
-        rubric: clone(exampleRubric as Rubric),
-        texts: [
-          'I was charged twice this month, please refund one of them.',
-          'The app crashes every time I open the settings page.',
-          'How do I change the email address on my account?',
-        ],
-      };
+      return clone(EXAMPLE);
     },
 
     async loadRubric(path) {
@@ -303,7 +259,7 @@ export function createMockBackend(): Backend {
       if (path.includes('bad')) {
         throw `${path}:1: field \`questions.topic.criteria\`: has 1 option(s); a criterion needs at least 2`;
       }
-      return clone(exampleRubric as Rubric);
+      return clone(EXAMPLE.rubric);
     },
 
     async saveRubric(path, rubric) {
@@ -312,10 +268,10 @@ export function createMockBackend(): Backend {
       checkRubric(rubric, path);
     },
 
-    async listEvalSets(): Promise<EvalSetInfo[]> {
+    async listEvalSets(): Promise<EvalSetEntry[]> {
       await latency();
       failIf('list_eval_sets', 'bench/evalsets: No such file or directory (os error 2)');
-      const sets: EvalSetInfo[] = [{ name: 'authored144', path: 'bench/evalsets/authored144.jsonl', rows: 144 }];
+      const sets: EvalSetEntry[] = [{ name: 'authored144', path: 'bench/evalsets/authored144.jsonl', rows: 144 }];
       if (BADSET) {
         const path = 'bench/evalsets/bad-options.jsonl';
         sets.push({ name: 'bad-options', path, rows: 0, error: { message: badSetMessage(path), line: 2, field: 'options' } });
@@ -329,10 +285,11 @@ export function createMockBackend(): Backend {
       if (run) throw 'a run is already going; wait for it or cancel it';
       const bad = req.evalSet.endsWith('bad.jsonl') || req.evalSet.endsWith('bad-options.jsonl');
       if (bad && !req.skipBad) throw badSetMessage(req.evalSet);
-      const fixture = req.debias === 'none' ? NONE : CYCLIC;
-      const total = fixture.rows.length;
-      const seconds = SLOW ? 10 : 2;
-      const steps = 20;
+      const source = runFor(req.debias);
+      const total = source.file.rows.length;
+      // The run moves through the row counts the library summarised a stopped run at.
+      const steps = FIXTURES.partials.filter((p) => p.debias === source.debias);
+      const pause = ((SLOW ? 10 : 2) * 1000) / steps.length;
       // Resuming: the rows a stopped run of these options finished are kept (the shell reads
       // them from the partial file it left in the results folder).
       const key = `${req.evalSet}|${req.debias}|${req.shots}|${req.mode}`;
@@ -343,18 +300,20 @@ export function createMockBackend(): Backend {
       let done = req.resume ? (partials.get(key) ?? 0) : 0;
       try {
         onProgress({ done, total, elapsed_seconds: 0 });
-        for (let s = 1; s <= steps && !me.cancelled; s++) {
-          await sleep((seconds * 1000) / steps);
+        for (const step of steps) {
+          if (step.rows <= done) continue;
+          await sleep(pause);
           if (me.cancelled) break;
-          done = Math.max(done, Math.round((total * s) / steps));
+          done = step.rows;
           onProgress({ done, total, elapsed_seconds: (performance.now() - started) / 1000 });
         }
       } finally {
         run = null;
       }
+      if (!me.cancelled) done = total;
       if (me.cancelled) partials.set(key, done);
       else partials.delete(key);
-      const r = clone(fixture);
+      const r = clone(source.file);
       if (bad) r.eval_set.skipped = [{ line: 2, field: 'options', reason: 'has 0 option(s); a criterion needs at least 2' }];
       r.created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
       r.config.mode = req.mode;
@@ -374,19 +333,14 @@ export function createMockBackend(): Backend {
         r.model.quantisation = model.quantisation;
         r.model.parameters = model.parameters;
       }
-      if (me.cancelled) {
+      if (done < total) {
+        // Stopped: the rows done, with the library's metrics of them.
         r.status = 'partial';
         r.rows = r.rows.slice(0, done);
-        r.metrics = done > 0 ? summarize(r.rows, r.config.bootstrap_resamples, r.config.bootstrap_seed) : null;
-        const wall = (performance.now() - started) / 1000;
-        r.timing = {
-          ...r.timing,
-          wall_seconds: wall,
-          rows_per_second: done / wall,
-          mean_row_seconds: done ? wall / done : 0,
-        };
+        r.metrics = steps.find((p) => p.rows === done)?.metrics ?? null;
+        r.timing = { ...r.timing, wall_seconds: (performance.now() - started) / 1000 };
       }
-      lastResult = r;
+      lastResult = { file: r, from: source.debias };
       return clone(r);
     },
 
@@ -398,7 +352,7 @@ export function createMockBackend(): Backend {
       await latency();
       failIf('save_result', `${path ?? settings.benchDir}: Permission denied (os error 13)`);
       if (!lastResult) throw 'no run to save yet; run an evaluation first';
-      const file = path ?? `${settings.benchDir}/${fileName(lastResult)}`;
+      const file = path ?? `${settings.benchDir}/${fileName(lastResult.file)}`;
       results.set(file, clone(lastResult));
       return file;
     },
@@ -409,13 +363,13 @@ export function createMockBackend(): Backend {
       failIf('list_results', `${folder}: No such file or directory (os error 2); choose the results folder again`);
       return [...results.entries()]
         .filter(([f]) => f.startsWith(`${folder}/`) || !dir)
-        .map(([f, r]) => summaryOf(f, r));
+        .map(([f, r]) => entryOf(f, r.file));
     },
 
     async loadResult(file) {
       await latency();
       failIf('load_result', `${file}:1: field \`metrics\`: invalid type: string, expected an object`);
-      return clone(findResult(file));
+      return clone(findResult(file).file);
     },
 
     async compareResults(a, b) {
@@ -423,10 +377,15 @@ export function createMockBackend(): Backend {
       failIf('compare_results', `${b}: a result of another eval set (sha256 differs); compare runs of one eval set`);
       const ra = findResult(a);
       const rb = findResult(b);
-      if (ra.eval_set.sha256 !== rb.eval_set.sha256) {
+      if (ra.file.eval_set.sha256 !== rb.file.eval_set.sha256) {
         throw `${b}: a result of another eval set (sha256 differs); compare runs of one eval set`;
       }
-      return compare(ra.rows, rb.rows);
+      const whole = (h: Held) => h.file.status === 'complete';
+      const c = FIXTURES.comparisons.find((x) => x.a === ra.from && x.b === rb.from);
+      if (!c || !whole(ra) || !whole(rb)) {
+        throw 'the browser mock compares complete runs only (its comparisons were made by the library ahead of time)';
+      }
+      return clone(c.comparison);
     },
 
     async listModels() {
@@ -441,10 +400,24 @@ export function createMockBackend(): Backend {
         'add_model',
         `${path}: not a readable GGUF file (tensor \`blk.0.attn_q.weight\` ends past the end of the file). The file is truncated or corrupt: download it again (for the default model: \`models/fetch\`).`,
       );
-      const found = [QWEN3_17B, QWEN3_06B, SMOLLM2].find((m) => m.path === path);
-      const m = found ? clone(found) : { ...clone(QWEN3_17B), path, name: path.split('/').pop() ?? path };
+      const found = FIXTURES.models.find((m) => m.path === path);
+      const m = found ? clone(found) : { ...clone(QWEN3_4B), path, name: path.split('/').pop() ?? path };
       if (!models.some((x) => x.path === m.path)) models.push(m);
       return clone(m);
+    },
+
+    async deriveModel(req) {
+      await latency(60);
+      failIf('derive_model', `${req.model}: No such file or directory (os error 2)`);
+      const pruneTo = req.pruneTo ?? 4;
+      const forModel = FIXTURES.derivations.filter((d) => d.model === req.model);
+      if (forModel.length === 0) throw `${req.model}: the browser mock has no DERIVED figures for this model`;
+      const d = forModel.find((x) => x.pruneTo === pruneTo);
+      if (!d || (req.promptTokens !== undefined && req.promptTokens !== d.derivation.trim.prompt_tokens)) {
+        const letters = forModel.map((x) => x.pruneTo);
+        throw `the browser mock has DERIVED figures for ${Math.min(...letters)} to ${Math.max(...letters)} answer letters and ${d?.derivation.trim.prompt_tokens ?? 600}-token prompts only (made by the library ahead of time)`;
+      }
+      return clone(d.derivation);
     },
 
     async getSettings() {
@@ -472,7 +445,7 @@ export function createMockBackend(): Backend {
         evalset: '/home/me/evalsets/bad.jsonl',
         result_save: `/home/me/results/${defaultName ?? 'result.json'}`,
         results_dir: 'bench/results',
-        model_gguf: QWEN3_17B.path,
+        model_gguf: QWEN3_4B.path,
         model_dir: QWEN3_06B.path,
         export_csv: `/home/me/${defaultName ?? 'answers.csv'}`,
         export_json: `/home/me/${defaultName ?? 'answers.json'}`,

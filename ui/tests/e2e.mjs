@@ -33,7 +33,14 @@ export const tests = [
       const summary = await text(page, '[data-testid="rubric-summary"]');
       assert.match(summary, /support-ticket/);
       assert.match(summary, /refund_requested/);
-      await page.check('[data-testid="check-order"]');
+      // Every debias mode of the library is offered, one order by default.
+      assert.equal(await page.inputValue('#score-debias'), 'none');
+      assert.deepEqual(
+        await page.locator('#score-debias option').evaluateAll((os) => os.map((o) => o.value)),
+        ['none', 'cyclic', 'permutation', 'calibrate', 'pride'],
+      );
+      await page.selectOption('#score-debias', 'cyclic');
+      assert.match(await text(page, '[data-testid="score-debias-help"]'), /rotation of the options/);
 
       await page.click('[data-testid="score-button"]');
       await visible(page, '[data-testid="score-results"] [data-state="running"]');
@@ -340,33 +347,34 @@ export const tests = [
     },
   },
   {
-    name: 'models: table, device, DERIVED panel numbers, add a model',
+    name: 'models: table, device, DERIVED panel (the library\'s figures), add a model',
     async run({ page, url, shot }) {
       await page.goto(url('', 'models'));
       await visible(page, '[data-testid="models-table"]');
       assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2-135M-Instruct\s+default/);
       assert.equal(await text(page, '[data-testid="device-in-use"]'), 'cpu (2 threads)');
+      assert.equal(await page.locator('[data-testid="device-fallback"]').count(), 0, 'no fallback shown when there is none');
       const derived = page.locator('[data-testid="derived-panel"]');
       assert.match(await derived.innerText(), /DERIVED/);
-      assert.equal(await page.inputValue('#vocab'), '49152');
-      assert.equal(await page.inputValue('#hidden'), '576');
-      assert.equal(await text(page, '[data-testid="derived-flops"]'), '56,623,104');
+      // The figures are the library's (`readout derive`), for the first model.
+      await visible(page, '[data-testid="derived-table"]');
+      assert.equal(await page.inputValue('#derived-model'), 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
+      assert.match(await text(page, '[data-testid="derived-shape"]'), /^Vocabulary 49,152 · hidden size 576 · 30 layers/);
+      assert.equal(await text(page, '[data-testid="derived-flops"]'), '56,623,104'); // 2 · 49152 · 576
       assert.equal(await text(page, '[data-testid="derived-pruned"]'), '4,608'); // 2 · 4 · 576
       assert.equal(await text(page, '[data-testid="derived-saved"]'), '56,618,496');
-      await page.selectOption('#bpw', 'F32');
-      assert.equal(await text(page, '[data-testid="derived-bytes"]'), '113,246,208'); // 49152 · 576 · 4
+      assert.equal(await text(page, '[data-testid="derived-bytes-f32"] td:nth-child(2)'), '113,246,208'); // 49152 · 576 · 4
+      assert.equal(await text(page, '[data-testid="derived-bytes-q8_0"] td:nth-child(2)'), '30,081,024'); // 49152 · 18 blocks · 34
+      assert.match(await text(page, '[data-testid="derived-bytes-q4_1"]'), /as this file/);
+      const shows = (id, want) => page.waitForFunction(([id, want]) => document.querySelector(`[data-testid="${id}"]`)?.textContent?.trim() === want, [id, want]);
       await page.fill('#letters', '3');
-      assert.equal(await text(page, '[data-testid="derived-pruned"]'), '3,456');
-      // Typing other numbers: Qwen3-0.6B's head.
-      await page.fill('#vocab', '151936');
-      await page.fill('#hidden', '1024');
-      assert.equal(await text(page, '[data-testid="derived-flops"]'), '311,164,928');
-      await page.fill('#vocab', '49152');
-      await page.fill('#hidden', '576');
-      await page.fill('#letters', '4');
-      await page.selectOption('#bpw', 'Q8_0');
+      await shows('derived-pruned', '3,456');
+      // Another model: Qwen3-0.6B's head.
+      await page.selectOption('#derived-model', '/home/me/models/Qwen3-0.6B');
+      await shows('derived-flops', '311,164,928');
+      await shot('models-derived');
       await page.click('[data-testid="add-gguf"]');
-      await visible(page, 'text=Added Qwen3-1.7B Q8_0.');
+      await visible(page, 'text=Added Qwen3-4B Q4_K_M.');
       assert.equal(await page.locator('[data-testid="models-table"] tbody tr').count(), 3);
       await shot('models-done');
       await page.getByRole('button', { name: 'Make default' }).first().click();
@@ -388,9 +396,19 @@ export const tests = [
       await visible(page, '[data-testid="models-card"] [data-state="error"]');
       assert.match(
         await text(page, '[data-testid="models-card"] [data-testid="error-message"]'),
-        /Qwen3-1\.7B-Q8_0\.gguf: not a readable GGUF file \(tensor `blk\.0\.attn_q\.weight`/,
+        /Qwen3-4B-Q4_K_M\.gguf: not a readable GGUF file \(tensor `blk\.0\.attn_q\.weight`/,
       );
       await shot('models-error');
+    },
+  },
+  {
+    name: 'models: the engine\'s reason for running on the CPU is shown with the device',
+    async run({ page, url, shot }) {
+      await page.goto(url('fallback=1', 'models'));
+      await visible(page, '[data-testid="device-fallback"]');
+      assert.match(await text(page, '[data-testid="device-fallback"]'), /^Running on the CPU instead of the GPU\. CUDA not usable \(.+\); running on CPU$/);
+      assert.match(await text(page, '[data-testid="nav-device"]'), /cpu \(2 threads\)\s*GPU not used/);
+      await shot('models-fallback');
     },
   },
   {

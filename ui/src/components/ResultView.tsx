@@ -3,7 +3,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { baseName, duration, int, num, pct } from '../lib/format';
-import type { Confusion, ResultFile, ResultRow } from '../types';
+import type { Confusion, ResultFile, RowRecord } from '../types';
 import { FamilyBars, ReliabilityChart } from './charts';
 import { Badge, Card } from './ui';
 
@@ -28,7 +28,7 @@ function Metric(props: { label: string; value: ComponentChildren; sub?: Componen
 }
 
 /** The option an ordering picked: argmax of its letter probabilities, mapped back through its order. */
-function orderingPick(row: ResultRow, k: number): string {
+function orderingPick(row: RowRecord, k: number): string {
   const o = row.orderings[k];
   if (!o.letter_probs.length) return '—';
   let best = 0;
@@ -83,7 +83,7 @@ function ConfusionTable(props: { confusion: Confusion }) {
   );
 }
 
-function UnstableRows(props: { rows: ResultRow[] }) {
+function UnstableRows(props: { rows: RowRecord[] }) {
   const [all, setAll] = useState(false);
   const rows = props.rows.filter((r) => r.order_unstable);
   const shown = all ? rows : rows.slice(0, 12);

@@ -1,8 +1,8 @@
 // The rubric form: questions, each with its type, the question to ask, and its answers.
-import type { QuestionType } from '../types';
+import type { QuestionKind } from '../types';
 import { type CriterionDraft, newCriterion, type RubricDraft } from '../lib/rubric';
 
-const TYPES: { id: QuestionType; label: string; help: string }[] = [
+const TYPES: { id: QuestionKind; label: string; help: string }[] = [
   { id: 'choice', label: 'Choice', help: 'pick one of named answers' },
   { id: 'noul', label: 'Yes / no', help: 'answer yes or no, with an optional rule' },
   { id: 'score', label: 'Score', help: 'pick a level on an ordered scale' },

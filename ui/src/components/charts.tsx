@@ -15,7 +15,7 @@ import {
   Tooltip,
 } from 'chart.js';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
-import type { FamilyDiff, ReliabilityBin } from '../types';
+import type { FamilyDiff, Bin } from '../types';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Tooltip, Legend);
 Chart.defaults.font.family = getComputedStyle(document.documentElement).getPropertyValue('--font').trim() || 'system-ui, sans-serif';
@@ -112,7 +112,7 @@ export function FamilyBars(props: { families: Record<string, { balanced_accuracy
   return <ChartCanvas config={config} height={Math.max(300, 70 + names.length * 46)} label="Balanced accuracy per family" testid="family-chart" />;
 }
 
-export function ReliabilityChart(props: { bins: ReliabilityBin[] }) {
+export function ReliabilityChart(props: { bins: Bin[] }) {
   const bins = props.bins;
   const config = useMemo((): ChartConfiguration => ({
     type: 'bar',

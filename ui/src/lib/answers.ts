@@ -1,5 +1,5 @@
 // Exporting scored answers.
-import type { TextInput, TextResult } from '../types';
+import type { TextIn, TextResult } from '../types';
 
 const csvField = (v: unknown): string => {
   const s = v === null || v === undefined ? '' : String(v);
@@ -7,7 +7,7 @@ const csvField = (v: unknown): string => {
 };
 
 /** One line per text × criterion. */
-export function answersCsv(texts: TextInput[], results: TextResult[]): string {
+export function answersCsv(texts: TextIn[], results: TextResult[]): string {
   const header = [
     'text_index',
     'text_id',

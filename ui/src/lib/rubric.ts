@@ -1,6 +1,6 @@
 // The rubric editor's model and its conversion to and from the rubric file (docs/rubric.md).
 // The editor keeps options as ordered lists, so the order written is the order scored.
-import type { QuestionType, Rubric, RubricQuestion } from '../types';
+import type { QuestionKind, Rubric, RubricQuestion } from '../types';
 
 export interface OptionDraft {
   id: string;
@@ -10,7 +10,7 @@ export interface OptionDraft {
 export interface CriterionDraft {
   key: number; // stable key for the UI
   name: string;
-  type: QuestionType;
+  type: QuestionKind;
   instructions: string;
   options: OptionDraft[]; // choice
   rule: string; // noul
@@ -26,7 +26,7 @@ export interface RubricDraft {
 let nextKey = 1;
 export const newKey = () => nextKey++;
 
-export function newCriterion(type: QuestionType = 'choice'): CriterionDraft {
+export function newCriterion(type: QuestionKind = 'choice'): CriterionDraft {
   return {
     key: newKey(),
     name: '',

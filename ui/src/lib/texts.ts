@@ -1,8 +1,8 @@
 // Reading texts to score from what a person pastes or opens (CSV or JSON Lines).
-import type { TextInput } from '../types';
+import type { TextIn } from '../types';
 
 /** Pasted text: one text per line (blank lines skipped), or the whole box as one text. */
-export function parsePasted(s: string, onePerLine: boolean): TextInput[] {
+export function parsePasted(s: string, onePerLine: boolean): TextIn[] {
   if (!onePerLine) return s.trim() ? [{ text: s.trim() }] : [];
   return s
     .split(/\r?\n/)
@@ -59,7 +59,7 @@ export class TextFileError extends Error {}
  * A CSV with a header row: the `text` column (or the only column) is the text, an `id` column is
  * carried along. A CSV without a `text` header and with one column is read as texts, no header.
  */
-export function parseCsv(s: string, file: string): TextInput[] {
+export function parseCsv(s: string, file: string): TextIn[] {
   const records = parseCsvRecords(s);
   if (records.length === 0) throw new TextFileError(`${file}: the file has no rows`);
   const header = records[0].map((h) => h.trim().toLowerCase());
@@ -74,15 +74,15 @@ export function parseCsv(s: string, file: string): TextInput[] {
   return records.slice(1).map((r, i) => {
     const text = r[t] ?? '';
     if (!text.trim()) throw new TextFileError(`${file}:${i + 2}: column \`text\` is empty`);
-    const out: TextInput = { text };
+    const out: TextIn = { text };
     if (id >= 0 && r[id]?.trim()) out.id = r[id].trim();
     return out;
   });
 }
 
 /** JSON Lines: each line a JSON string, or an object with `text` and an optional `id` (as `readout score --texts`). */
-export function parseJsonl(s: string, file: string): TextInput[] {
-  const out: TextInput[] = [];
+export function parseJsonl(s: string, file: string): TextIn[] {
+  const out: TextIn[] = [];
   s.split(/\r?\n/).forEach((line, i) => {
     if (!line.trim()) return;
     let v: unknown;
@@ -94,7 +94,7 @@ export function parseJsonl(s: string, file: string): TextInput[] {
     if (typeof v === 'string') out.push({ text: v });
     else if (v && typeof v === 'object' && typeof (v as { text?: unknown }).text === 'string') {
       const o = v as { text: string; id?: unknown };
-      const item: TextInput = { text: o.text };
+      const item: TextIn = { text: o.text };
       if (o.id !== undefined && o.id !== null) item.id = String(o.id);
       out.push(item);
     } else throw new TextFileError(`${file}:${i + 1}: field \`text\`: missing; a line is a string or {"text": …, "id": …}`);
@@ -102,7 +102,7 @@ export function parseJsonl(s: string, file: string): TextInput[] {
   return out;
 }
 
-export function parseTextFile(name: string, contents: string): TextInput[] {
+export function parseTextFile(name: string, contents: string): TextIn[] {
   const lower = name.toLowerCase();
   if (lower.endsWith('.jsonl') || lower.endsWith('.ndjson') || lower.endsWith('.json')) return parseJsonl(contents, name);
   if (lower.endsWith('.csv')) return parseCsv(contents, name);

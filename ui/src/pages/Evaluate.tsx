@@ -3,22 +3,15 @@ import { useEffect, useState } from 'preact/hooks';
 import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult } from '../api';
 import { ResultView } from '../components/ResultView';
 import { Card, Empty, ErrorBox, Notice } from '../components/ui';
+import { DEBIAS, debiasHelp } from '../lib/debias';
 import { baseName, duration } from '../lib/format';
-import type { Debias, EvalSetInfo, Mode, ModelInfo, Progress, ResultFile } from '../types';
+import type { DebiasMode, EvalSetEntry, Mode, ModelEntry, Progress, ResultFile } from '../types';
 
 type Run =
   | { status: 'idle' }
   | { status: 'running'; progress: Progress | null; cancelling: boolean }
   | { status: 'done'; result: ResultFile }
   | { status: 'error'; message: string };
-
-const DEBIAS: { id: Debias; label: string; help: string }[] = [
-  { id: 'none', label: 'One order (fastest, not checked)', help: 'Options in the order written; order-unstable rows are not checked.' },
-  { id: 'cyclic', label: 'Every rotation (recommended)', help: 'Each rotation of the options is scored and the answers averaged by option.' },
-  { id: 'permutation', label: 'Every order (slow)', help: 'All orders of the options (up to 6 options).' },
-  { id: 'calibrate', label: 'Rotations with calibration', help: 'Divides out what the model says for an empty text, in each rotation.' },
-  { id: 'pride', label: 'PriDe (estimate the letter bias)', help: "Estimates the model's taste for each letter from a 5% sample, then corrects the rest." },
-];
 
 export function ProgressBar(props: { progress: Progress | null }) {
   const p = props.progress;
@@ -48,14 +41,14 @@ export function ProgressBar(props: { progress: Progress | null }) {
   );
 }
 
-export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string; onSaved: () => void }) {
-  const [sets, setSets] = useState<{ status: 'loading' | 'ready' | 'error'; list: EvalSetInfo[]; error?: string }>({ status: 'loading', list: [] });
+export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: string; onSaved: () => void; onModelUsed: () => void }) {
+  const [sets, setSets] = useState<{ status: 'loading' | 'ready' | 'error'; list: EvalSetEntry[]; error?: string }>({ status: 'loading', list: [] });
   const [extra, setExtra] = useState<string[]>([]);
   const [evalSet, setEvalSet] = useState('');
   const [model, setModel] = useState('');
   const [mode, setMode] = useState<Mode>('readout');
   const [shots, setShots] = useState(3);
-  const [debias, setDebias] = useState<Debias>('cyclic');
+  const [debias, setDebias] = useState<DebiasMode>('cyclic');
   const [pruneHead, setPruneHead] = useState(false);
   const [skipBad, setSkipBad] = useState(false);
   const [prompt, setPrompt] = useState<'default' | 'terse'>('default');
@@ -120,6 +113,8 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
       setRun({ status: 'done', result });
     } catch (e) {
       setRun({ status: 'error', message: errorMessage(e) });
+    } finally {
+      props.onModelUsed();
     }
   }
 
@@ -232,14 +227,14 @@ export function EvaluatePage(props: { models: ModelInfo[]; defaultModel?: string
 
           <label for="debias">Option order</label>
           <div class="row">
-            <select id="debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as Debias)}>
+            <select id="debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as DebiasMode)}>
               {DEBIAS.map((d) => (
                 <option key={d.id} value={d.id}>
                   {d.label}
                 </option>
               ))}
             </select>
-            <span class="muted small">{DEBIAS.find((d) => d.id === debias)?.help}</span>
+            <span class="muted small">{debiasHelp(debias)}</span>
           </div>
 
           <span class="label">Speed</span>

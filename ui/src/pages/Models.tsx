@@ -1,39 +1,44 @@
 // Models: what the app knows, the device, and DERIVED figures of the output layer (LM head).
 import { useEffect, useState } from 'preact/hooks';
-import { addModel, errorMessage, pickFile } from '../api';
+import { addModel, deriveModel, errorMessage, pickFile } from '../api';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
-import { BYTES_PER_WEIGHT, bytesPerWeightFor, headFigures } from '../lib/derived';
-import { bytes, int, si } from '../lib/format';
-import type { Device, ModelInfo, Settings } from '../types';
+import { bytes, int, pct, si } from '../lib/format';
+import type { Derivation, Device, ModelEntry, Settings } from '../types';
 
-export type ModelsState = { status: 'loading' } | { status: 'ready'; list: ModelInfo[] } | { status: 'error'; message: string };
+export type ModelsState = { status: 'loading' } | { status: 'ready'; list: ModelEntry[] } | { status: 'error'; message: string };
 export type SettingsState = { status: 'loading' } | { status: 'ready'; settings: Settings } | { status: 'error'; message: string };
 
-function Derived(props: { models: ModelInfo[] }) {
-  const [source, setSource] = useState<string>('');
-  const [vocab, setVocab] = useState(49152);
-  const [hidden, setHidden] = useState(576);
-  const [bpw, setBpw] = useState('Q8_0');
+type DerivedState = { status: 'idle' } | { status: 'loading' } | { status: 'ready'; d: Derivation } | { status: 'error'; message: string };
+
+/** The output layer's cost for one model: the library's DERIVED figures (`readout derive`), shown as they come. */
+function Derived(props: { models: ModelEntry[] }) {
+  const [source, setSource] = useState('');
   const [letters, setLetters] = useState(4);
+  const [state, setState] = useState<DerivedState>({ status: 'idle' });
 
-  function pick(path: string) {
-    setSource(path);
-    const m = props.models.find((x) => x.path === path);
-    if (m) {
-      setVocab(m.config.vocab_size);
-      setHidden(m.config.hidden_size);
-      const b = bytesPerWeightFor(m.quantisation);
-      setBpw(BYTES_PER_WEIGHT.find((x) => x.bytes === b)?.id ?? 'F32');
-    }
-  }
   useEffect(() => {
-    if (!source && props.models[0]) pick(props.models[0].path);
+    if (!props.models.some((m) => m.path === source)) setSource(props.models[0]?.path ?? '');
   }, [props.models]);
+  useEffect(() => {
+    if (!source) {
+      setState({ status: 'idle' });
+      return;
+    }
+    // Only the answer to the latest question is shown.
+    let current = true;
+    setState({ status: 'loading' });
+    deriveModel({ model: source, pruneTo: letters }).then(
+      (d) => current && setState({ status: 'ready', d }),
+      (e) => current && setState({ status: 'error', message: errorMessage(e) }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [source, letters]);
 
-  const b = BYTES_PER_WEIGHT.find((x) => x.id === bpw)?.bytes ?? 4;
-  const ok = vocab > 0 && hidden > 0 && letters >= 1 && letters <= vocab;
-  const f = headFigures(vocab, hidden, b, letters);
   const model = props.models.find((m) => m.path === source);
+  const d = state.status === 'ready' ? state.d : null;
+  const stored = model?.quantisation.toLowerCase();
 
   return (
     <Card
@@ -45,80 +50,105 @@ function Derived(props: { models: ModelInfo[] }) {
       testid="derived-panel"
     >
       <p class="muted">
-        Exact arithmetic from a model's configuration, not a measurement. The output layer (LM head) turns the model's last hidden state into a score for every word in
-        its vocabulary. Readout only needs the answer letters, so the head can be cut down to them.
+        Exact arithmetic from a model's configuration, not a measurement (the figures <span class="mono">readout derive</span> prints). The output layer (LM head) turns
+        the model's last hidden state into a score for every word in its vocabulary. Readout only needs the answer letters, so the head can be cut down to them.
       </p>
       <div class="form-grid wide">
-        <label for="derived-model">From model</label>
-        <select id="derived-model" value={source} onChange={(e) => pick(e.currentTarget.value)}>
-          <option value="">Type the numbers</option>
+        <label for="derived-model">Model</label>
+        <select id="derived-model" value={source} onChange={(e) => setSource(e.currentTarget.value)}>
+          {props.models.length === 0 && <option value="">No models yet</option>}
           {props.models.map((m) => (
             <option key={m.path} value={m.path}>
               {m.name}
             </option>
           ))}
         </select>
-        <label for="vocab">Vocabulary size</label>
-        <input id="vocab" type="number" min={1} value={vocab} class="narrow" onInput={(e) => { setVocab(Number(e.currentTarget.value) || 0); setSource(''); }} />
-        <label for="hidden">Hidden size</label>
-        <input id="hidden" type="number" min={1} value={hidden} class="narrow" onInput={(e) => { setHidden(Number(e.currentTarget.value) || 0); setSource(''); }} />
-        <label for="bpw">Weights stored as</label>
-        <select id="bpw" value={bpw} onChange={(e) => setBpw(e.currentTarget.value)}>
-          {BYTES_PER_WEIGHT.map((x) => (
-            <option key={x.id} value={x.id}>
-              {x.label}
-            </option>
-          ))}
-        </select>
         <label for="letters">Answer letters kept (N)</label>
-        <input id="letters" type="number" min={1} max={26} value={letters} class="narrow" onInput={(e) => setLetters(Math.max(1, Math.min(26, Number(e.currentTarget.value) || 1)))} />
+        <input id="letters" type="number" min={2} max={26} value={letters} class="narrow" onInput={(e) => setLetters(Math.max(2, Math.min(26, Number(e.currentTarget.value) || 2)))} />
       </div>
-      {model?.config.tie_word_embeddings === true && (
-        <p class="muted small">This model ties its output layer to its input embedding: the bytes below are shared with the embedding table.</p>
-      )}
-      {ok ? (
-        <table class="table derived" data-testid="derived-table">
-          <tbody>
-            <tr>
-              <th>Full head, FLOPs per position</th>
-              <td class="mono">2 · {int(vocab)} · {int(hidden)}</td>
-              <td class="num strong" data-testid="derived-flops">
-                {int(f.flops)}
-              </td>
-              <td class="muted">{si(f.flops)}FLOP</td>
-            </tr>
-            <tr>
-              <th>Full head, weight bytes</th>
-              <td class="mono">
-                {int(vocab)} · {int(hidden)} · {+b.toFixed(6)}
-              </td>
-              <td class="num strong" data-testid="derived-bytes">
-                {int(f.bytes)}
-              </td>
-              <td class="muted">{bytes(f.bytes)}</td>
-            </tr>
-            <tr>
-              <th>Head pruned to {letters} letters, FLOPs per position</th>
-              <td class="mono">2 · {letters} · {int(hidden)}</td>
-              <td class="num strong" data-testid="derived-pruned">
-                {int(f.prunedFlops)}
-              </td>
-              <td class="muted">{bytes(f.prunedBytes)} of weights</td>
-            </tr>
-            <tr>
-              <th>Saved by pruning, FLOPs per position</th>
-              <td class="mono">
-                2 · ({int(vocab)} − {letters}) · {int(hidden)}
-              </td>
-              <td class="num strong" data-testid="derived-saved">
-                {int(f.savedFlops)}
-              </td>
-              <td class="muted">{(f.savedShare * 100).toFixed(3)}% of the head</td>
-            </tr>
-          </tbody>
-        </table>
-      ) : (
-        <p class="problems">Enter a vocabulary size, a hidden size and N between 1 and the vocabulary size.</p>
+      {state.status === 'loading' && <Busy label="Working out the figures…" />}
+      {state.status === 'error' && <ErrorBox title="The figures could not be derived" message={state.message} />}
+      {d && (
+        <>
+          <p class="muted small" data-testid="derived-shape">
+            Vocabulary {int(d.shape.vocab)} · hidden size {int(d.shape.hidden)} · {d.shape.layers} layers · {si(d.parameters)} parameters
+            {d.shape.tied_embeddings && ' · the output layer is tied to the input embedding (its bytes are shared with the embedding table)'}
+          </p>
+          <table class="table derived" data-testid="derived-table">
+            <tbody>
+              <tr>
+                <th>Full head, FLOPs per position</th>
+                <td class="mono">
+                  2 · {int(d.shape.vocab)} · {int(d.shape.hidden)}
+                </td>
+                <td class="num strong" data-testid="derived-flops">
+                  {int(d.lm_head.flops_per_position)}
+                </td>
+                <td class="muted">
+                  {si(d.lm_head.flops_per_position)}FLOP, {pct(d.head_share_of_token_matmul_flops)} of a token's matmul FLOPs
+                </td>
+              </tr>
+              <tr>
+                <th>Head pruned to {d.prune.to} letters, FLOPs per position</th>
+                <td class="mono">
+                  2 · {d.prune.to} · {int(d.shape.hidden)}
+                </td>
+                <td class="num strong" data-testid="derived-pruned">
+                  {int(d.prune.flops_per_position)}
+                </td>
+                <td class="muted">{si(d.prune.flops_per_position)}FLOP</td>
+              </tr>
+              <tr>
+                <th>Saved by pruning, FLOPs per position</th>
+                <td class="mono">
+                  2 · ({int(d.shape.vocab)} − {d.prune.to}) · {int(d.shape.hidden)}
+                </td>
+                <td class="num strong" data-testid="derived-saved">
+                  {int(d.prune.flops_saved_per_position)}
+                </td>
+                <td class="muted">{pct(d.prune.share_saved, 3)} of the head</td>
+              </tr>
+              <tr>
+                <th>Logits at the answer only, FLOPs saved on a {int(d.trim.prompt_tokens)}-token prompt</th>
+                <td class="mono">
+                  {int(d.lm_head.flops_per_position)} · ({int(d.trim.prompt_tokens)} − 1)
+                </td>
+                <td class="num strong" data-testid="derived-trim">
+                  {int(d.trim.flops_saved)}
+                </td>
+                <td class="muted">{pct(d.trim.share_of_prompt_matmul_flops)} of the prompt's matmul FLOPs</td>
+              </tr>
+            </tbody>
+          </table>
+          <table class="table derived" data-testid="derived-bytes-table">
+            <thead>
+              <tr>
+                <th>Head weights stored as</th>
+                <th class="num">full head, bytes</th>
+                <th class="num">pruned to {d.prune.to} letters, bytes</th>
+              </tr>
+            </thead>
+            <tbody>
+              {d.lm_head.bytes_per_position.map((b) => {
+                const pruned = d.prune.bytes_per_position.find((p) => p.dtype === b.dtype);
+                return (
+                  <tr key={b.dtype} class={b.dtype === stored ? 'is-chosen' : ''} data-testid={`derived-bytes-${b.dtype}`}>
+                    <td class="mono">
+                      {b.dtype}
+                      {b.dtype === stored && <span class="muted"> (as this file)</span>}
+                    </td>
+                    <td class="num" title={bytes(b.bytes)}>
+                      {int(b.bytes)}
+                    </td>
+                    <td class="num" title={pruned ? bytes(pruned.bytes) : undefined}>
+                      {pruned ? int(pruned.bytes) : '—'}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </>
       )}
       <p class="muted small">A position is one token the head is applied to; Readout applies it only where an answer is read (the last position of each prompt).</p>
     </Card>
@@ -262,8 +292,15 @@ export function ModelsPage(props: {
         {settings && (
           <>
             <p>
-              In use: <strong data-testid="device-in-use">{settings.deviceInUse ?? settings.device}</strong>
+              In use: <strong data-testid="device-in-use">{settings.deviceInUse ?? `${settings.device} (no model loaded yet)`}</strong>
             </p>
+            {settings.deviceFallback && (
+              <div data-testid="device-fallback">
+                <Notice kind="warn">
+                  <strong>Running on the CPU instead of the GPU.</strong> {settings.deviceFallback}
+                </Notice>
+              </div>
+            )}
             <div class="form-grid wide">
               <label for="device">Run on</label>
               <select id="device" value={device} onChange={(e) => setDevice(e.currentTarget.value as Device)}>

@@ -5,9 +5,9 @@ import { CompareBars } from '../components/charts';
 import { debiasWords, ResultView } from '../components/ResultView';
 import { Busy, Card, Empty, ErrorBox } from '../components/ui';
 import { baseName, pct, pValue } from '../lib/format';
-import type { Comparison, ResultFile, ResultSummary } from '../types';
+import type { Comparison, ResultFile, ResultEntry } from '../types';
 
-type List = { status: 'loading' } | { status: 'ready'; rows: ResultSummary[] } | { status: 'error'; message: string };
+type List = { status: 'loading' } | { status: 'ready'; rows: ResultEntry[] } | { status: 'error'; message: string };
 type View =
   | { kind: 'none' }
   | { kind: 'open'; file: string; status: 'loading' }

@@ -4,15 +4,16 @@ import { cancelRun, errorMessage, example, exportText, loadRubric, pickFile, sav
 import { RubricEditor } from '../components/RubricEditor';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { answersCsv, answersJson } from '../lib/answers';
+import { DEBIAS, debiasHelp } from '../lib/debias';
 import { pct } from '../lib/format';
 import { checkDraft, emptyDraft, fromRubric, type RubricDraft, toRubric } from '../lib/rubric';
 import { parsePasted, parseTextFile } from '../lib/texts';
-import type { CriterionResult, ModelInfo, TextInput, TextResult } from '../types';
+import type { CriterionResult, DebiasMode, ModelEntry, TextIn, TextResult } from '../types';
 
 type Run =
   | { status: 'idle' }
-  | { status: 'running'; count: number; done: number; cyclic: boolean; stopping: boolean }
-  | { status: 'done'; texts: TextInput[]; results: TextResult[]; cyclic: boolean }
+  | { status: 'running'; count: number; done: number; debias: DebiasMode; stopping: boolean }
+  | { status: 'done'; texts: TextIn[]; results: TextResult[]; debias: DebiasMode }
   | { status: 'error'; message: string };
 
 const TYPE_WORDS = { choice: 'choice', noul: 'yes / no', score: 'score' } as const;
@@ -72,7 +73,7 @@ function Cell(props: { c: CriterionResult }) {
   );
 }
 
-function ResultsTable(props: { texts: TextInput[]; results: TextResult[] }) {
+function ResultsTable(props: { texts: TextIn[]; results: TextResult[] }) {
   const names = props.results[0]?.criteria.map((c) => c.criterion) ?? [];
   const types = props.results[0]?.criteria.map((c) => c.type) ?? [];
   return (
@@ -113,10 +114,10 @@ function ResultsTable(props: { texts: TextInput[]; results: TextResult[] }) {
   );
 }
 
-export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string }) {
+export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; onModelUsed: () => void }) {
   const [pasted, setPasted] = useState('');
   const [onePerLine, setOnePerLine] = useState(true);
-  const [file, setFile] = useState<{ name: string; texts: TextInput[] } | null>(null);
+  const [file, setFile] = useState<{ name: string; texts: TextIn[] } | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
 
   const [draft, setDraft] = useState<RubricDraft | null>(null);
@@ -126,7 +127,8 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
   const [rubricError, setRubricError] = useState<string | null>(null);
   const [rubricNote, setRubricNote] = useState<string | null>(null);
 
-  const [checkOrder, setCheckOrder] = useState(false);
+  // One order by default, as `readout score` does.
+  const [debias, setDebias] = useState<DebiasMode>('none');
   const [model, setModel] = useState<string>('');
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [exportNote, setExportNote] = useState<string | null>(null);
@@ -210,19 +212,21 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
 
   async function score() {
     if (!draft || texts.length === 0 || problems.length) return;
-    const cyclic = checkOrder;
+    const chosen = debias;
     const snapshot = texts;
     setExportNote(null);
     setExportError(null);
-    setRun({ status: 'running', count: snapshot.length, done: 0, cyclic, stopping: false });
+    setRun({ status: 'running', count: snapshot.length, done: 0, debias: chosen, stopping: false });
     try {
       const results = await scoreTexts(
-        { rubric: toRubric(draft), texts: snapshot, debias: cyclic ? 'cyclic' : 'none', model: model || undefined },
+        { rubric: toRubric(draft), texts: snapshot, debias: chosen, model: model || undefined },
         (p) => setRun((r) => (r.status === 'running' ? { ...r, done: p.done } : r)),
       );
-      setRun({ status: 'done', texts: snapshot, results, cyclic });
+      setRun({ status: 'done', texts: snapshot, results, debias: chosen });
     } catch (e) {
       setRun({ status: 'error', message: errorMessage(e) });
+    } finally {
+      props.onModelUsed();
     }
   }
 
@@ -378,10 +382,17 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
 
       <Card step={3} title="Score" testid="score-card">
         <div class="row wrap">
-          <label class="check" title="Scores each question once per rotation of its answers and averages them. Slower, but it flags answers that depend on the order the answers are listed in.">
-            <input type="checkbox" checked={checkOrder} onChange={(e) => setCheckOrder(e.currentTarget.checked)} data-testid="check-order" />
-            Check option order <span class="muted">(slower; flags answers that change when the options are reordered)</span>
-          </label>
+          <label for="score-debias">Option order</label>
+          <select id="score-debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as DebiasMode)} data-testid="score-debias">
+            {DEBIAS.map((d) => (
+              <option key={d.id} value={d.id}>
+                {d.label}
+              </option>
+            ))}
+          </select>
+          <span class="muted small" data-testid="score-debias-help">
+            {debiasHelp(debias)}
+          </span>
         </div>
         <div class="row wrap">
           <label for="score-model">Model</label>
@@ -408,7 +419,7 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
         {run.status === 'running' && (
           <div data-testid="score-progress">
             <Busy label={run.stopping ? `Stopping after the text being scored…` : `Scored ${run.done} of ${run.count} text${run.count === 1 ? '' : 's'}…`}>
-              {run.cyclic ? 'Every option order is scored, so this takes a little longer.' : 'One forward pass per question.'}
+              {run.debias === 'none' ? 'One forward pass per question.' : 'The options are scored in several orders, so this takes longer.'}
             </Busy>
             <div class="progress-wrap">
               <div class="progress" role="progressbar" aria-valuemin={0} aria-valuemax={run.count} aria-valuenow={run.done} aria-label="Texts scored">
@@ -455,7 +466,7 @@ export function ScorePage(props: { models: ModelInfo[]; defaultModel?: string })
             {exportError && <ErrorBox title="The export failed" message={exportError} />}
             <p class="muted small">
               Click an answer to see every option. <Badge kind="close">close</Badge> the top two are within 10 points.{' '}
-              {run.cyclic ? (
+              {run.debias !== 'none' ? (
                 <>
                   <Badge kind="unstable">order-unstable</Badge> the answer changed when the options were reordered.
                 </>

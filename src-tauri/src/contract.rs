@@ -1,0 +1,45 @@
+//! The TypeScript half of the app's contract. Every type a command takes or gives — the shell's
+//! own and the library's (the result file, score results, metrics, DERIVED figures) — is written
+//! by ts-rs into `ui/src/gen/`, which the UI imports, so a field renamed or retyped in Rust breaks
+//! the UI's build instead of the running app. `cargo test` writes them (tests/commands.rs); CI
+//! fails when what is committed there differs.
+
+use crate::commands::{
+    DeriveRequest, EvalSetEntry, Example, ModelEntry, ResultEntry, RunRequest, ScoreProgress, SettingsView, TextIn,
+};
+use crate::state::Settings;
+use readout::derive::Derivation;
+use readout::metrics::Comparison;
+use readout::results::ResultFile;
+use readout::run::Progress;
+use readout::score::TextResult;
+use std::path::Path;
+use ts_rs::{Config, ExportError, TS};
+
+/// How the types are written. 64-bit integers (seeds, byte counts, parameter counts) are
+/// `number`: that is what `JSON.parse` gives the page for them.
+pub fn config(dir: &Path) -> Config {
+    Config::new().with_out_dir(dir).with_large_int("number")
+}
+
+/// Write every type of the contract, with the types they use, into `dir` (one `.ts` file each).
+pub fn export(cfg: &Config) -> Result<(), ExportError> {
+    // Arguments.
+    TextIn::export_all(cfg)?;
+    RunRequest::export_all(cfg)?;
+    DeriveRequest::export_all(cfg)?;
+    Settings::export_all(cfg)?;
+    // Answers and channel messages.
+    Example::export_all(cfg)?;
+    TextResult::export_all(cfg)?;
+    ScoreProgress::export_all(cfg)?;
+    EvalSetEntry::export_all(cfg)?;
+    Progress::export_all(cfg)?;
+    ResultFile::export_all(cfg)?;
+    ResultEntry::export_all(cfg)?;
+    Comparison::export_all(cfg)?;
+    ModelEntry::export_all(cfg)?;
+    Derivation::export_all(cfg)?;
+    SettingsView::export_all(cfg)?;
+    Ok(())
+}
