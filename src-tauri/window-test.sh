@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The real app in a real window under Xvfb, on the real default model, driven through its webview
-# by WebDriver: ui/tests/window.mjs scores the bundled example, shows a bad eval set's line and
-# field, runs authored144 (3 shots, cyclic), saves the result into a bench folder beside copies of
-# the CLI's files, checks the Results table and that the CSP is in force, and has `readout compare`
-# read the app's file. Screenshots go to src-tauri/screenshots/window-*.png.
+# by WebDriver: ui/tests/window.mjs scores the bundled example (every rotation of its options),
+# shows a bad eval set's line and field, runs authored144 (3 shots, cyclic), saves the result into
+# a bench folder beside copies of the CLI's files, checks the Results table, the loaded model's
+# device and the DERIVED figures on the Models page and that the CSP is in force, has `readout
+# compare` read the app's file, and finds the device and default model kept across a restart.
+# Screenshots go to src-tauri/screenshots/window-*.png.
 #
 # Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
 # ui/node_modules (`npm ci` in ui), the default model (models/fetch), and both release binaries

@@ -3,11 +3,13 @@
 // src-tauri/window-test.sh, which starts Xvfb and tauri-driver and gives the app a fresh settings
 // folder and a bench folder holding copies of the CLI's result files.
 //
-// What a person would do: score the bundled example; meet a bad eval set in the eval-set folder
-// (its line and field shown, the app going on); run authored144 with 3 shots and cyclic option
-// order while the progress bar moves; save the result file into the bench folder; find it in the
-// Results table beside the CLI's files; then `readout compare` reads the app's file. Throughout,
-// the Content-Security-Policy is in force and nothing the app does trips it.
+// What a person would do: score the bundled example with every rotation of its options (the
+// Score page's debias choice); meet a bad eval set in the eval-set folder (its line and field
+// shown, the app going on); run authored144 with 3 shots and cyclic option order while the
+// progress bar moves; save the result file into the bench folder; find it in the Results table
+// beside the CLI's files; see the loaded model's device and the shell's DERIVED figures on the
+// Models page; then `readout compare` reads the app's file. Throughout, the
+// Content-Security-Policy is in force and nothing the app does trips it.
 // Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
 //
 // Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
@@ -111,6 +113,14 @@ try {
   await click('[data-testid="try-example"]');
   await visible('[data-testid="rubric-summary"]');
   assert.match(await textOf('[data-testid="rubric-summary"]'), /support-ticket/);
+  // The example in every rotation of its options (the library's cyclic debias through the
+  // shell's `debias` argument): each answer says whether it held in every order.
+  const debiasOffered = await driver.executeScript("return [...document.querySelectorAll('#score-debias option')].map((o) => o.value)");
+  assert.deepEqual(debiasOffered, ['none', 'cyclic', 'permutation', 'calibrate', 'pride']);
+  assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'none', 'one order by default');
+  await select('#score-debias', 'cyclic');
+  assert.match(await textOf('[data-testid="score-debias-help"]'), /rotation of the options/);
+  await shot('score-debias', '[data-testid="score-card"]');
   await click('[data-testid="score-button"]');
   await shot('score-running', '[data-testid="score-results"]');
   await visible('[data-testid="score-table"]', 120_000);
@@ -121,8 +131,13 @@ try {
   for (const p of probs) assert.match((await p.getText()).trim(), /^\d{1,3}%$/);
   await (await find('[data-testid="answer-cell"] summary')).click();
   await visible('[data-testid="options-list"]');
+  const checkedText = await driver.executeScript("return document.querySelector('[data-testid=\"score-results\"]').textContent");
+  assert.ok(!checkedText.includes('option order not checked'), 'every answer was checked in every rotation');
+  assert.ok(/same answer in every option order|order-unstable/.test(checkedText), 'each answer says how it held across orders');
   await shot('score-done', '[data-testid="score-results"]');
-  log(`scored the example: first row "${(await rows[0].getText()).replace(/\s+/g, ' ').slice(0, 120)}"`);
+  log(`scored the example (cyclic): first row "${(await rows[0].getText()).replace(/\s+/g, ' ').slice(0, 120)}"`);
+  // Back to one order for the long runs below.
+  await select('#score-debias', 'none');
 
   // A text longer than the model's context: the error reaches the window; the app keeps going.
   const long = (await find('#texts'));
@@ -249,9 +264,25 @@ try {
   // ── Models ───────────────────────────────────────────────────────────────────────────────
   await go('models');
   await visible('[data-testid="models-table"]');
+  // The model loaded by the pages above: the device the shell reports for it, and no fallback
+  // (the CPU was asked for).
+  await driver.wait(
+    async () => /^cpu \(\d+ threads?\)$/.test(await textOf('[data-testid="device-in-use"]')),
+    20_000,
+    'the device of the loaded model is shown',
+  );
+  assert.equal((await driver.findElements(css('[data-testid="device-fallback"]'))).length, 0, 'no device fallback on the CPU asked for');
+  // DERIVED figures from the shell (`derive_model`, the library's `readout derive`): the default
+  // model first (SmolLM2-135M: vocabulary 49,152, hidden size 576).
   await visible('[data-testid="derived-table"]');
-  assert.match(await textOf('[data-testid="device-in-use"]'), /cpu/i);
+  const derivedText = (id) => driver.executeScript(`return document.querySelector('[data-testid="${id}"]')?.textContent?.trim() ?? ''`);
+  assert.equal(await derivedText('derived-flops'), '56,623,104', '2 · 49152 · 576');
+  assert.equal(await derivedText('derived-pruned'), '4,608', '2 · 4 · 576');
+  await setInput('#letters', 3);
+  await driver.wait(async () => (await derivedText('derived-pruned')) === '3,456', 20_000, 'the figures for 3 letters');
+  log(`derived: ${(await derivedText('derived-shape')).slice(0, 120)}`);
   await shot('models');
+  await shot('models-derived', '[data-testid="derived-panel"]');
   // Apply a thread count in the real window: the UI's payload reaches the shell's command (the
   // browser mock once accepted a shape the shell refused) and the settings file keeps it.
   await driver.executeScript(
