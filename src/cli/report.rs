@@ -76,10 +76,14 @@ pub fn table(a: TableArgs) -> Result<i32> {
     if runs.is_empty() {
         bail!("no Readout result files in {}", a.dir.display());
     }
-    // The performance page's order: by debias mode, readout before generate, then shots.
-    let key = |r: &ResultFile| (debias_rank(r.config.debias.as_str()), r.config.mode == Mode::Generate, r.config.shots);
+    // By model (its file), then the performance page's order: by debias mode, readout before
+    // generate, then shots.
+    let key = |r: &ResultFile| {
+        (r.model.file.clone(), debias_rank(r.config.debias.as_str()), r.config.mode == Mode::Generate, r.config.shots)
+    };
     runs.sort_by(|(pa, a), (pb, b)| (key(a), pa).cmp(&(key(b), pb)));
     let header = [
+        "Model",
         "Mode",
         "Shots",
         "Debias",
@@ -98,6 +102,7 @@ pub fn table(a: TableArgs) -> Result<i32> {
             (m, false) => m.to_string(),
         };
         lines.push(vec![
+            r.model.file.clone(),
             mode,
             r.config.shots.to_string(),
             r.config.debias.as_str().to_string(),
