@@ -26,25 +26,7 @@ pub enum Mode {
     Generate,
 }
 
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Readout => "readout",
-            Mode::Generate => "generate",
-        }
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "readout" => Ok(Mode::Readout),
-            "generate" => Ok(Mode::Generate),
-            o => Err(format!("unknown mode `{o}` (expected readout or generate)")),
-        }
-    }
-}
+option_names!(Mode, "mode", "readout or generate", { Readout => "readout", Generate => "generate" });
 
 /// The speed levers in force.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

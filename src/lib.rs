@@ -8,6 +8,31 @@
 //! [`run`] and [`score`] only sequence the stages, under one [`config::RunConfig`]. The CLI
 //! (`src/main.rs`), the desktop app and the other shells only parse, call and present.
 
+/// `as_str` (the name the CLI and result files use) and `FromStr` for an option's enum, from one
+/// list of names, so that every option spells its values one way everywhere (the engine's
+/// options, the mode, the truncation). Defined before the modules so that all of them see it.
+macro_rules! option_names {
+    ($t:ident, $what:literal, $expected:literal, { $($v:ident => $s:literal),+ $(,)? }) => {
+        impl $t {
+            /// The value's name, as the CLI takes it and result files record it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($t::$v => $s),+
+                }
+            }
+        }
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                match s {
+                    $($s => Ok($t::$v),)+
+                    other => Err(format!(concat!("unknown ", $what, " `{}` (expected ", $expected, ")"), other)),
+                }
+            }
+        }
+    };
+}
+
 pub mod bench;
 pub mod combine;
 pub mod config;

@@ -23,25 +23,7 @@ pub enum Truncate {
     Middle,
 }
 
-impl Truncate {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Truncate::None => "none",
-            Truncate::Middle => "middle",
-        }
-    }
-}
-
-impl std::str::FromStr for Truncate {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "none" => Ok(Truncate::None),
-            "middle" => Ok(Truncate::Middle),
-            o => Err(format!("unknown truncation `{o}` (expected none or middle)")),
-        }
-    }
-}
+option_names!(Truncate, "truncation", "none or middle", { None => "none", Middle => "middle" });
 
 /// What stands in a cut state for the removed middle: an editor's ellipsis, so that the model
 /// (and a reader of the prompt) sees that text is missing.

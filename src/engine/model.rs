@@ -53,30 +53,6 @@ pub enum KvCache {
     Auto,
 }
 
-/// `as_str` (the name the CLI and result files use) and `FromStr` for an option's enum, from one
-/// list of names: the three engine options below spell their values one way everywhere.
-macro_rules! option_names {
-    ($t:ident, $what:literal, $expected:literal, { $($v:ident => $s:literal),+ $(,)? }) => {
-        impl $t {
-            /// The value's name, as the CLI takes it and result files record it.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($t::$v => $s),+
-                }
-            }
-        }
-        impl std::str::FromStr for $t {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($s => Ok($t::$v),)+
-                    other => Err(format!(concat!("unknown ", $what, " `{}` (expected ", $expected, ")"), other)),
-                }
-            }
-        }
-    };
-}
-
 option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
 option_names!(WeightsMode, "weights mode", "native, f32 or auto", { Native => "native", F32 => "f32", Auto => "auto" });
 option_names!(KvCache, "KV cache precision", "f16, f32 or auto", { F16 => "f16", F32 => "f32", Auto => "auto" });
