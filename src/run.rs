@@ -115,7 +115,8 @@ pub fn prompt_texts(
 pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile> {
     let RunInput { engine, eval_set, config, model_load_seconds, resume, limit, family } = input;
     let start = Instant::now();
-    let config = config.resolve(engine);
+    // Checked here too: a caller may build the configuration by hand.
+    let config = config.to_builder().build()?.resolve(engine);
     // 1. Input: the rows and shots; what a partial file has done already.
     let job = Job::from_eval_set(eval_set, &config, limit)?;
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
