@@ -59,6 +59,14 @@ pub struct ModelRecord {
     /// How the KV cache held keys and values: `f16` or `f32` (files written before the field).
     #[serde(default = "f32_name")]
     pub kv_cache: String,
+    /// The dense matmuls' arithmetic (`--precision`): `f32`, `tf32` or `bf16` (`f32` in files
+    /// written before the field).
+    #[serde(default = "f32_name")]
+    pub precision: String,
+    /// How a pass's attention was computed (`--attention`): `matmuls` or `kernel` (`matmuls` in
+    /// files written before the field).
+    #[serde(default = "matmuls_name")]
+    pub attention: String,
     /// The hub repository, commit and file of a model named `hf:…` (absent for a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::hub::ModelSource>,
@@ -73,6 +81,10 @@ pub struct ModelRecord {
 
 fn f32_name() -> String {
     "f32".into()
+}
+
+fn matmuls_name() -> String {
+    "matmuls".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -326,6 +338,8 @@ impl Header {
                 weights: info.weights.as_str().into(),
                 activations: info.activations.into(),
                 kv_cache: info.kv_cache.as_str().into(),
+                precision: info.precision.as_str().into(),
+                attention: info.attention.as_str().into(),
                 source: info.source.clone(),
                 chat_template: Some(info.chat_template.clone()),
                 chat_template_sha256: Some(info.chat_template_sha256.clone()),

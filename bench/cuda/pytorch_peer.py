@@ -9,8 +9,11 @@ The model is one of:
   --model DIR --gguf F    a GGUF file in DIR, read by transformers' GGUF loader (needs the `gguf`
                           package), which dequantises every tensor as Readout does
 
-Weights and arithmetic are float32, as Readout computes (TF32 is off: torch's default for
-matmuls). Attention is torch's scaled-dot-product attention (`attn_implementation="sdpa"`).
+Weights and arithmetic are float32, as Readout computes by default (TF32 is off: torch's default
+for matmuls); `--precision tf32` lets the f32 matmuls use TF32 (`torch.set_float32_matmul_precision
+("high")`), and `--precision bf16` holds the whole model in bfloat16 (what a GPU user runs), as
+Readout's `--precision` does for its own matmuls. Attention is torch's scaled-dot-product
+attention (`attn_implementation="sdpa"`).
 
 Two ways of batching, each timed whole (tokenisation included, model load not):
   padded   every prompt whole; prompts sorted by length, left-padded into batches of B with an
@@ -221,7 +224,10 @@ def main():
     ap.add_argument("--modes", default="padded,prefix")
     ap.add_argument("--batch-sizes", default="16,64,144")
     ap.add_argument("--check", type=int, default=4, help="prompts checked against an unbatched forward")
-    ap.add_argument("--check-tol", type=float, default=1e-3)
+    ap.add_argument("--check-tol", type=float, help="largest |Δ logit| of a batched prompt against its unbatched forward "
+                    "[default: 1e-3 in f32, 0.05 in tf32, 0.5 in bf16, whose batched sums round differently]")
+    ap.add_argument("--precision", default="f32", choices=["f32", "tf32", "bf16"],
+                    help="f32 (TF32 off), tf32 (f32 weights, TF32 matmuls) or bf16 (the model in bfloat16)")
     ap.add_argument("--device", default="cuda", help="cuda (the GPU peer) or cpu (the same batching on CPU)")
     ap.add_argument("--threads", type=int, help="CPU threads (with --device cpu)")
     a = ap.parse_args()
@@ -233,15 +239,19 @@ def main():
         die("no CUDA device visible to torch (pass --device cpu for the CPU)")
     else:
         dev = torch.device("cuda:0")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32 = a.precision == "tf32"
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    torch.backends.cudnn.allow_tf32 = tf32
+    dtype = torch.bfloat16 if a.precision == "bf16" else torch.float32
+    if a.check_tol is None:
+        a.check_tol = {"f32": 1e-3, "tf32": 0.05, "bf16": 0.5}[a.precision]
     prompts = load_prompts(a.prompts)
 
     sync()
     t0 = time.perf_counter()
     kw = {"gguf_file": a.gguf} if a.gguf else {}
     tok = AutoTokenizer.from_pretrained(a.model, **kw)
-    model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32, attn_implementation="sdpa", **kw)
+    model = AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype, attn_implementation="sdpa", **kw)
     model.to(dev).eval()
     sync()
     load_s = time.perf_counter() - t0
@@ -282,7 +292,8 @@ def main():
     res = {
         "torch": torch.__version__, "transformers": transformers.__version__,
         "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0) if dev.type == "cuda" else None, "device": str(dev), "threads": torch.get_num_threads(),
-        "python": platform.python_version(), "dtype": "float32", "tf32": False,
+        "python": platform.python_version(), "dtype": str(dtype).removeprefix("torch."), "tf32": tf32,
+        "precision": a.precision, "check_tol": a.check_tol,
         "attn_implementation": "sdpa", "model": os.path.abspath(a.model), "gguf_file": a.gguf,
         "model_load_s": load_s, "prompts": len(prompts), "runs": runs, "best": best,
         "per_prompt": [{"id": p["id"], "letter_logits": lg} for p, lg in zip(prompts, best_logits)],

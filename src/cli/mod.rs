@@ -15,7 +15,7 @@ mod score;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use readout::device::DeviceRequest;
-use readout::engine::{Engine, KvCache, LoadOptions, MatmulPath, WeightsMode};
+use readout::engine::{AttentionPath, Engine, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
 use readout::template::TemplateSource;
 use std::path::PathBuf;
 
@@ -130,6 +130,12 @@ pub struct ModelArgs {
     /// Precision of the KV cache: f16 (half the memory; attention sees keys and values rounded to f16, as in llama.cpp), f32, or auto (f16 on the CPU, f32 on a GPU).
     #[arg(long, default_value = "auto")]
     pub kv_cache: KvCache,
+    /// Arithmetic of the dense matmuls on a CUDA GPU: f32, tf32 (tensor cores on f32 tensors, every matmul), or bf16 (the block projections' weights and inputs in bf16; attention and the head f32). bench/README.md measures speed and drift of each; the CPU takes f32 only.
+    #[arg(long, default_value = "f32")]
+    pub precision: Precision,
+    /// Attention on a CUDA GPU: matmuls (per segment: concatenation, two matmuls, mask, softmax) or kernel (one kernel a layer for every segment of a pass, its prefix read in place; same answers within 1e-4).
+    #[arg(long, default_value = "matmuls")]
+    pub attention: AttentionPath,
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
@@ -192,6 +198,8 @@ impl ModelArgs {
             weights: self.weights,
             int8_activations: self.int8_activations,
             kv_cache: self.kv_cache,
+            precision: self.precision,
+            attention: self.attention,
             threads: self.threads,
             chat_template: self.chat_template.clone(),
         }

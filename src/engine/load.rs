@@ -501,6 +501,8 @@ fn build(
         rope_local_inv,
         device: device.clone(),
         kv_f16: false,
+        tf32: false,
+        attention_kernel: false,
     })
 }
 

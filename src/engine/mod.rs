@@ -3,6 +3,7 @@
 //! letters at the end of each suffix. The prefix is computed once; all suffixes of one prefix go
 //! through the model in one pass under a tree mask; the LM head runs only at the read rows.
 
+mod attention;
 pub mod config;
 mod fused;
 pub mod gguf;
@@ -24,7 +25,7 @@ pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
 pub use load::Metadata;
 use model::Transformer;
-pub use model::{KvCache, MatmulPath, WeightsMode};
+pub use model::{AttentionPath, KvCache, MatmulPath, Precision, WeightsMode};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -41,6 +42,10 @@ pub struct LoadOptions {
     pub int8_activations: bool,
     /// How the KV cache holds keys and values (`--kv-cache`).
     pub kv_cache: KvCache,
+    /// The dense matmuls' arithmetic on a GPU (`--precision`): f32, TF32 or bf16.
+    pub precision: Precision,
+    /// How a pass's attention is computed on a GPU (`--attention`).
+    pub attention: AttentionPath,
     /// CPU threads for the engine's work (`--threads`); `None`: one per core.
     pub threads: Option<usize>,
     /// The chat template to read the model with (`--chat-template`); `None`: the model's own,
@@ -56,6 +61,8 @@ impl Default for LoadOptions {
             weights: WeightsMode::Auto,
             int8_activations: false,
             kv_cache: KvCache::Auto,
+            precision: Precision::F32,
+            attention: AttentionPath::Matmuls,
             threads: None,
             chat_template: None,
         }
@@ -80,6 +87,10 @@ pub struct ModelInfo {
     pub activations: &'static str,
     /// How the KV cache holds keys and values: `f16` or `f32`, `auto` resolved.
     pub kv_cache: KvCache,
+    /// The dense matmuls' arithmetic (`--precision`): `f32`, `tf32` or `bf16`.
+    pub precision: Precision,
+    /// How a pass's attention was computed (`--attention`): `matmuls` or `kernel`.
+    pub attention: AttentionPath,
     /// The chat template the prompts are rendered with: a family's name, `file:NAME`, or
     /// `model` for the model's own (`template::ChosenTemplate`).
     pub chat_template: String,
@@ -201,14 +212,24 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
     let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
         let (device, fallback) = device::select(opts.device)?;
         let weights = resolve_weights(opts.weights, &device, path)?;
+        check_precision(opts.precision, &device, weights, opts.matmul)?;
+        if opts.attention == AttentionPath::Kernel && !device.is_cuda() {
+            return Err(Error::Config(
+                "--attention kernel is a CUDA kernel; elsewhere attention runs as matmuls (use --attention matmuls)"
+                    .into(),
+            ));
+        }
         let hold = load::Hold {
             matmul: opts.matmul,
             native: weights == WeightsMode::Native,
             int8_activations: opts.int8_activations,
+            bf16: opts.precision == Precision::Bf16,
         };
         let kv_cache = resolve_kv_cache(opts.kv_cache, &device)?;
         let mut loaded = load::load(path, &device, hold)?;
         loaded.model.kv_f16 = kv_cache == KvCache::F16;
+        loaded.model.tf32 = opts.precision == Precision::Tf32;
+        loaded.model.attention_kernel = opts.attention == AttentionPath::Kernel;
         Ok((loaded, device, weights, kv_cache, fallback))
     })?;
     let cfg = loaded.model.cfg.clone();
@@ -225,6 +246,8 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         weights,
         activations: loaded.model.activations(),
         kv_cache,
+        precision: opts.precision,
+        attention: opts.attention,
         source: None,
         // No template chosen yet ([`Engine::load`] chooses one; a [`BareModel`] renders nothing).
         chat_template: "none".into(),
@@ -699,6 +722,37 @@ fn resolve_weights(mode: WeightsMode, device: &Device, path: &Path) -> Result<We
     }
 }
 
+/// `--precision` where it can be had: TF32 and bf16 are CUDA's (cuBLAS's math mode, its bf16
+/// GEMM); the CPU's matmuls are f32 (or the integer kernel's) and Metal's are not wired to them.
+/// bf16 holds dense weights in bf16, so it needs them dense: native weights on a GPU are
+/// candle's quantised kernels, which take f32 inputs.
+fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, matmul: MatmulPath) -> Result<()> {
+    if precision == Precision::F32 {
+        return Ok(());
+    }
+    if !device.is_cuda() {
+        let on = if device.is_cpu() { "the CPU" } else { "this GPU" };
+        return Err(Error::Config(format!(
+            "--precision {} needs a CUDA GPU; on {on} the matmuls are f32 (use --precision f32, or --device cuda)",
+            precision.as_str()
+        )));
+    }
+    if precision == Precision::Bf16 && matmul != MatmulPath::Dense {
+        return Err(Error::Config(format!(
+            "--precision bf16 is for the dense matmuls, and --matmul {} uses candle's quantised kernels: use --matmul dense",
+            matmul.as_str()
+        )));
+    }
+    if precision == Precision::Bf16 && weights == WeightsMode::Native {
+        return Err(Error::Config(
+            "--precision bf16 holds dense weights in bf16, and the weights were kept in the file's encoding \
+             (--weights native, or auto for a model too large for f32 on this GPU): use --weights f32, or --precision tf32"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
 fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
     match mode {
@@ -726,11 +780,28 @@ mod tests {
         for k in [KvCache::F16, KvCache::F32, KvCache::Auto] {
             assert_eq!(k.as_str().parse::<KvCache>(), Ok(k));
         }
+        for p in [Precision::F32, Precision::Tf32, Precision::Bf16] {
+            assert_eq!(p.as_str().parse::<Precision>(), Ok(p));
+        }
+        assert_eq!(
+            "f16".parse::<Precision>(),
+            Err("unknown matmul precision `f16` (expected f32, tf32 or bf16)".into())
+        );
         assert_eq!(
             "bf16".parse::<KvCache>(),
             Err("unknown KV cache precision `bf16` (expected f16, f32 or auto)".into())
         );
         assert_eq!("q4".parse::<WeightsMode>(), Err("unknown weights mode `q4` (expected native, f32 or auto)".into()));
+    }
+
+    #[test]
+    fn reduced_precision_is_refused_off_cuda_and_bf16_needs_dense_weights() {
+        let cpu = Device::Cpu;
+        assert!(check_precision(Precision::F32, &cpu, WeightsMode::Native, MatmulPath::Dense).is_ok());
+        for p in [Precision::Tf32, Precision::Bf16] {
+            let e = check_precision(p, &cpu, WeightsMode::F32, MatmulPath::Dense).unwrap_err().to_string();
+            assert!(e.contains("needs a CUDA GPU") && e.contains(p.as_str()), "{e}");
+        }
     }
 
     #[test]

@@ -53,6 +53,33 @@ pub enum KvCache {
     Auto,
 }
 
+/// The arithmetic of the dense matmuls on a GPU: the `--precision` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// f32 operands and sums (the default, and the only one on the CPU).
+    F32,
+    /// f32 tensors multiplied by the tensor cores in TF32 (10-bit mantissa operands, f32 sums):
+    /// every f32 matmul of a pass, attention's included (CUDA).
+    Tf32,
+    /// The block projections' weights held in bf16 and their inputs rounded to bf16 (f32 sums,
+    /// f32 outputs); attention, norms, the residual stream and the LM head stay f32 (CUDA).
+    Bf16,
+}
+
+/// How a pass's attention is computed on a GPU: the `--attention` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionPath {
+    /// Per segment: its prefix joined to the pass's keys and values, `q·kᵀ`, the mask added,
+    /// softmax, `·v` (candle's ops; several launches a segment and layer).
+    Matmuls,
+    /// One kernel a layer for every segment of the pass (`attention.rs`; CUDA).
+    Kernel,
+}
+
+option_names!(AttentionPath, "attention path", "matmuls or kernel", { Matmuls => "matmuls", Kernel => "kernel" });
+option_names!(Precision, "matmul precision", "f32, tf32 or bf16", { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16" });
 option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
 option_names!(WeightsMode, "weights mode", "native, f32 or auto", { Native => "native", F32 => "f32", Auto => "auto" });
 option_names!(KvCache, "KV cache precision", "f16, f32 or auto", { F16 => "f16", F32 => "f32", Auto => "auto" });
@@ -66,6 +93,8 @@ pub(crate) struct Hold {
     pub native: bool,
     /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 16-bit.
     pub int8_activations: bool,
+    /// Dense weights held in bf16 and multiplied in bf16 (`--precision bf16`, a GPU's).
+    pub bf16: bool,
 }
 
 impl Hold {
@@ -112,6 +141,9 @@ impl Linear {
             }
         };
         match dense {
+            Some(w) if hold.bf16 && !device.is_cpu() => {
+                Ok(Linear { dense: Some(w.to_dtype(DType::BF16)?), encoded: None, quant, panels_out: None })
+            }
             Some(w) if device.is_cpu() => {
                 super::project::read_panels_in_place();
                 let out = w.dim(0)?;
@@ -179,6 +211,8 @@ impl Linear {
     fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
         match self.panels_out {
             Some(out) => super::project::project(&x.contiguous()?, w, out),
+            // bf16 weights (`--precision bf16`): the input rounded to bf16, the product back to f32.
+            None if w.dtype() == DType::BF16 => x.to_dtype(DType::BF16)?.matmul(&w.t()?)?.to_dtype(DType::F32),
             None => x.matmul(&w.t()?),
         }
     }
@@ -421,6 +455,10 @@ pub(crate) struct Transformer {
     pub device: Device,
     /// Keys and values kept in f16 (CPU): see [`KvCache`].
     pub kv_f16: bool,
+    /// f32 matmuls in TF32 (`--precision tf32`, CUDA): see [`Precision`].
+    pub tf32: bool,
+    /// A pass's attention in one kernel a layer (`--attention kernel`, CUDA).
+    pub attention_kernel: bool,
 }
 
 impl Linear {
@@ -451,6 +489,17 @@ impl Transformer {
             Some(Width::I8) => "int8",
             Some(Width::I16) => "int16",
             None => "f32",
+        }
+    }
+
+    /// Set cuBLAS's f32 math mode to this model's (`--precision tf32` or not) before its
+    /// matmuls are queued. The mode is a process-wide setting in candle, so each pass sets it:
+    /// two engines of different precisions in one process then each get their own (a pass of
+    /// one running while the other's starts on another thread would not).
+    fn set_matmul_mode(&self) {
+        #[cfg(feature = "cuda")]
+        if self.device.is_cuda() {
+            candle_core::cuda_backend::set_gemm_reduced_precision_f32(self.tf32);
         }
     }
 
@@ -494,6 +543,7 @@ impl Transformer {
     /// each: on a GPU every copy is a kernel launch, and the host's launches are what a pass
     /// waits for. Gathers only copy, so the values are those of the per-segment copies.
     pub(crate) fn forward(&self, segs: &[Segment<'_>], keep: &KeepKv) -> candle_core::Result<(Tensor, Vec<LayerKv>)> {
+        self.set_matmul_mode();
         let cfg = &self.cfg;
         let tokens: Vec<u32> = segs.iter().flat_map(|g| g.tokens.iter().copied()).collect();
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
@@ -561,7 +611,9 @@ impl Transformer {
             }
             Tensor::from_vec(idx, h * s, &self.device)
         };
-        let orders = if multi { Some((seg_order(h)?, seg_order(kvh)?, token_order()?)) } else { None };
+        // The kernel reads q, k and v in token order and writes the outputs so: no gathers.
+        let kernel = self.attention_kernel && !cpu;
+        let orders = if multi && !kernel { Some((seg_order(h)?, seg_order(kvh)?, token_order()?)) } else { None };
         let mut new_kv: Vec<LayerKv> = Vec::with_capacity(self.layers.len());
         for (li, layer) in self.layers.iter().enumerate() {
             let xn = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
@@ -617,7 +669,33 @@ impl Transformer {
                 None => None,
             };
             let mut outs = Vec::with_capacity(segs.len());
-            for (gi, g) in segs.iter().enumerate() {
+            let fused = match kernel {
+                true => {
+                    let parts = segs
+                        .iter()
+                        .enumerate()
+                        .map(|(gi, g)| {
+                            let past = match g.past.past_layer(li)? {
+                                Some(kv) => Some((kv.k.contiguous()?, kv.v.contiguous()?)),
+                                None => None,
+                            };
+                            let mask = match (layer.local, &local_masks[gi]) {
+                                (true, Some(m)) => m.clone(),
+                                _ => g.mask.clone(),
+                            };
+                            Ok(super::attention::SegmentAttention {
+                                offset: offsets[gi],
+                                len: g.tokens.len(),
+                                past,
+                                mask,
+                            })
+                        })
+                        .collect::<candle_core::Result<Vec<_>>>()?;
+                    Some(super::attention::tree_attention(&q, &k, &v, parts)?) // [S, h·hd]
+                }
+                false => None,
+            };
+            for (gi, g) in segs.iter().enumerate().filter(|_| fused.is_none()) {
                 let (off, n) = (offsets[gi], g.tokens.len());
                 // Grouped-query attention without repeating K/V: the query heads of a group
                 // folded into the row dimension, `[kvh, group·n, hd]`.
@@ -662,10 +740,11 @@ impl Transformer {
                     v: v.contiguous()?.reshape((kvh * s, hd))?.index_select(idx, 0)?,
                 }),
             }
-            let out = match &orders {
+            let out = match (&orders, fused) {
+                (_, Some(out)) => out,
                 // Segment after segment, then every token's heads side by side: `[S, h·hd]`.
-                Some((_, _, back)) => Tensor::cat(&outs, 0)?.index_select(back, 0)?.reshape((s, h * hd))?,
-                None => Tensor::cat(&outs, 0)?.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?,
+                (Some((_, _, back)), None) => Tensor::cat(&outs, 0)?.index_select(back, 0)?.reshape((s, h * hd))?,
+                (None, None) => Tensor::cat(&outs, 0)?.reshape((h, s, hd))?.transpose(0, 1)?.reshape((s, h * hd))?,
             };
             let out = layer.wo.forward(&out)?;
             let out = match &layer.attn_post_norm {
@@ -720,6 +799,7 @@ impl Transformer {
     /// those sizes (copies of the first, dropped after). A resumed run, which reads fewer rows
     /// in a pass, then gives the bits an uninterrupted run gives.
     pub(crate) fn head_at(&self, hidden: &Tensor, rows: &[u32], ids: Option<&[u32]>) -> candle_core::Result<Tensor> {
+        self.set_matmul_mode();
         let n = rows.len();
         let min_rows: usize = if ids.is_some() { 65 } else { 2 };
         let padded: Vec<u32> = rows
@@ -807,7 +887,7 @@ mod tests {
         let x = Tensor::randn(0f32, 1., (7, 24), &dev)?;
         let ws: Vec<Tensor> =
             [16, 8, 8].iter().map(|&o| Tensor::randn(0f32, 1., (o, 24), &dev)).collect::<Result<_, _>>()?;
-        let hold = Hold { matmul: MatmulPath::Dense, native: false, int8_activations: false };
+        let hold = Hold { matmul: MatmulPath::Dense, native: false, int8_activations: false, bf16: false };
         let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), &hold, &dev);
         let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
         let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;

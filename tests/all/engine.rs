@@ -6,7 +6,10 @@
 use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, MatmulPath, PassOptions, Prefix, Suffix, Unit, WeightsMode};
+use readout::engine::{
+    Architecture, AttentionPath, Engine, LoadOptions, MatmulPath, PassOptions, Precision, Prefix, Suffix, Unit,
+    WeightsMode,
+};
 use std::path::PathBuf;
 
 fn tiny(arch: Architecture, format: &str, dir: &tempfile::TempDir) -> PathBuf {
@@ -204,6 +207,103 @@ fn native_weights_agree_with_the_same_file_expanded_to_f32() {
             }
         }
     }
+}
+
+#[test]
+fn reduced_precision_stays_near_f32_on_a_gpu_and_is_refused_on_the_cpu() {
+    // `--precision tf32|bf16`: on CUDA within a few percent of the f32 logits (bf16 rounds every
+    // projection's input, so it moves them); on the CPU refused, saying what to use.
+    let dir = tempfile::tempdir().unwrap();
+    let path = tiny(Architecture::Qwen3, "f32", &dir);
+    let with = |precision| Engine::load(&path, &LoadOptions { device: test_device(), precision, ..Default::default() });
+    if test_device() == DeviceRequest::Cpu {
+        for p in [Precision::Tf32, Precision::Bf16] {
+            let e = with(p).err().expect("refused on the CPU").to_string();
+            assert!(e.contains("needs a CUDA GPU") && e.contains("--precision f32"), "{e}");
+        }
+        assert_eq!(with(Precision::F32).unwrap().info().precision, Precision::F32);
+        return;
+    }
+    let f32e = with(Precision::F32).unwrap();
+    let ids = f32e.tokenizer().encode(PROMPT).unwrap();
+    let vocab: Vec<u32> = (0..f32e.info().config.vocab_size as u32).collect();
+    let logits =
+        |e: &Engine| e.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &vocab }]).unwrap().remove(0).logits;
+    let reference = logits(&f32e);
+    let mean = reference.iter().sum::<f32>() / reference.len() as f32;
+    let norm = reference.iter().map(|x| (x - mean).powi(2)).sum::<f32>().sqrt();
+    for p in [Precision::Tf32, Precision::Bf16] {
+        let e = with(p).unwrap();
+        assert_eq!(e.info().precision, p);
+        let err = logits(&e).iter().zip(&reference).map(|(a, b)| (a - b).powi(2)).sum::<f32>().sqrt() / norm;
+        assert!(err < 0.05, "{p:?}: relative error {err}");
+        if p == Precision::Bf16 {
+            assert!(err > 0.0, "bf16 gave the f32 logits bit for bit: its matmuls did not run in bf16");
+        }
+    }
+    // f32 again after the others: the process-wide TF32 switch is set back by each pass.
+    assert_eq!(logits(&f32e), reference);
+}
+
+#[test]
+fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
+    // `--attention kernel` (one CUDA kernel a layer, every segment's prefix read in place):
+    // units of different parents in one pass, grouped and not, on Llama, Qwen3 and Gemma 3 (a
+    // sliding window of 4, so the local layers' masks are cut), give the matmul path's letter
+    // probabilities within 1e-4 and the kept prefixes carry on alike. On the CPU it is refused.
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3, Architecture::Gemma3] {
+        let path = tiny(arch, "f32", &dir);
+        let with =
+            |attention| Engine::load(&path, &LoadOptions { device: test_device(), attention, ..Default::default() });
+        if test_device() == DeviceRequest::Cpu {
+            let e = with(AttentionPath::Kernel).err().expect("refused on the CPU").to_string();
+            assert!(e.contains("--attention matmuls"), "{e}");
+            continue;
+        }
+        let (m, k) = (with(AttentionPath::Matmuls).unwrap(), with(AttentionPath::Kernel).unwrap());
+        assert_eq!(k.info().attention, AttentionPath::Kernel);
+        let enc = |t: &str| m.tokenizer().encode(t).unwrap();
+        let read = [65u32, 66, 67];
+        let probs = |e: &Engine, grouped: bool| -> Vec<Vec<f32>> {
+            let root = e
+                .extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n"))
+                .unwrap();
+            let other = e.extend(&root, &enc("A state under the root.")).unwrap();
+            let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
+            let (stem_a, stem_b) = (enc("Stem of unit one"), enc("Unit two has its own, longer stem"));
+            let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
+            let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
+            let units = vec![
+                Unit { parent: &root, stem: &stem_a, leaves: sfx.clone(), keep: true },
+                Unit { parent: &deeper, stem: &stem_b, leaves: sfx[..2].to_vec(), keep: true },
+                Unit { parent: &Prefix::empty(), stem: &stem_b, leaves: sfx[2..].to_vec(), keep: true },
+                Unit { parent: &root, stem: &[], leaves: sfx[1..].to_vec(), keep: false },
+            ];
+            let opts = PassOptions { group_units: grouped, ..e.pass_defaults() };
+            let outs = e.pass_with(&units, opts).unwrap();
+            let mut p: Vec<Vec<f32>> =
+                outs.iter().flat_map(|o| o.readouts.iter().map(|r| softmax(&r.logits))).collect();
+            // and on top of a kept prefix (a chain of chunks, read in place)
+            let tail = enc(" and on");
+            let r = e.read(&outs[1].prefix, &[Suffix { tokens: &tail, read: &read }]).unwrap();
+            p.push(softmax(&r[0].logits));
+            p
+        };
+        for grouped in [false, true] {
+            let (a, b) = (probs(&m, grouped), probs(&k, grouped));
+            assert_eq!(a.len(), b.len());
+            let d = a.iter().zip(&b).map(|(x, y)| max_diff(x, y)).fold(0.0, f32::max);
+            assert!(d <= 1e-4, "{arch:?} grouped {grouped}: largest |Δp| {d}");
+        }
+    }
+}
+
+fn softmax(x: &[f32]) -> Vec<f32> {
+    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let e: Vec<f32> = x.iter().map(|v| (v - m).exp()).collect();
+    let s: f32 = e.iter().sum();
+    e.iter().map(|v| v / s).collect()
 }
 
 #[test]

@@ -17,6 +17,16 @@ activations: string,
  */
 kv_cache: string, 
 /**
+ * The dense matmuls' arithmetic (`--precision`): `f32`, `tf32` or `bf16` (`f32` in files
+ * written before the field).
+ */
+precision: string, 
+/**
+ * How a pass's attention was computed (`--attention`): `matmuls` or `kernel` (`matmuls` in
+ * files written before the field).
+ */
+attention: string, 
+/**
  * The hub repository, commit and file of a model named `hf:…` (absent for a path).
  */
 source?: ModelSource | null, 

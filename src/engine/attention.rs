@@ -1,0 +1,356 @@
+//! Attention of a whole pass in one kernel per layer (`--attention kernel`, CUDA). Why it
+//! exists: on a GPU the matmul path launches, for every segment of a pass and every layer, the
+//! concatenation of its cached prefix with the pass's own keys and values, two matmuls, the mask
+//! add and the softmax; a pass's time is the host's time to queue those launches. Here every
+//! segment's queries read its prefix's keys and values where the cache holds them and the pass's
+//! own under the segment's mask (the tree mask, or the sliding window's), with an online softmax
+//! (FlashAttention's running maximum and sum) and grouped-query heads: one launch a layer.
+//!
+//! The kernel is CUDA C (`tree_attention.cu`), compiled at run time by NVRTC (which candle's
+//! CUDA build already loads) the first time a pass uses it. The CPU forward of the op is the
+//! reference: the same sums in the plain two-pass softmax, checked against the matmul path's
+//! attention in the tests below; the GPU parity test is `tests/all/engine.rs`'s
+//! `the_attention_kernel_gives_the_matmul_path_s_probabilities` (`READOUT_TEST_DEVICE=cuda`).
+
+use candle_core::{CpuStorage, CustomOp3, Layout, Shape, Tensor};
+
+/// One segment of a pass as the kernel sees it.
+pub(crate) struct SegmentAttention {
+    /// Its first token's row in the pass, and its token count.
+    pub offset: usize,
+    pub len: usize,
+    /// The cached prefix's keys and values, `[kv_heads, past, head_dim]` each (`None`: no past).
+    pub past: Option<(Tensor, Tensor)>,
+    /// The additive mask, `[len, past + len]`.
+    pub mask: Tensor,
+}
+
+/// Attention of a pass: `q [heads, S, hd]` (already scaled), the pass's own `k`, `v`
+/// `[kv_heads, S, hd]`, each segment against its past and its own tokens; `[S, heads · hd]`,
+/// token after token.
+pub(crate) fn tree_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    segs: Vec<SegmentAttention>,
+) -> candle_core::Result<Tensor> {
+    let (h, s, hd) = q.dims3()?;
+    let (kvh, _, _) = k.dims3()?;
+    if h % kvh != 0 || s != segs.iter().map(|g| g.len).sum::<usize>() {
+        candle_core::bail!("tree attention: {h} heads over {kvh} kv heads, {s} rows for the segments' tokens");
+    }
+    for g in &segs {
+        let past = g.past.as_ref().map_or(Ok(0), |(pk, _)| pk.dim(1))?;
+        if g.mask.dims() != [g.len, past + g.len] {
+            candle_core::bail!(
+                "tree attention: a segment of {} tokens on {past} has a mask of {:?}",
+                g.len,
+                g.mask.dims()
+            );
+        }
+    }
+    let op = TreeAttention { segs, heads: h, kv_heads: kvh, head_dim: hd };
+    q.apply_op3_no_bwd(k, v, &op)?.reshape((s, h * hd))
+}
+
+struct TreeAttention {
+    segs: Vec<SegmentAttention>,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+}
+
+/// A contiguous f32 tensor's values (the CPU reference reads the segments' pasts and masks).
+fn values(t: &Tensor) -> candle_core::Result<Vec<f32>> {
+    t.flatten_all()?.to_vec1::<f32>()
+}
+
+fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [f32]> {
+    let all = s.as_slice::<f32>()?;
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&all[a..b]),
+        None => candle_core::bail!("tree attention: its inputs must be contiguous"),
+    }
+}
+
+impl CustomOp3 for TreeAttention {
+    fn name(&self) -> &'static str {
+        "tree-attention"
+    }
+
+    /// The reference: for each token and head, the scores of its segment's past and own keys
+    /// plus its mask row, softmax (maximum, exponentials, sum), the values weighted by it.
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let (q, k, v) = (contiguous_f32(s1, l1)?, contiguous_f32(s2, l2)?, contiguous_f32(s3, l3)?);
+        let (h, kvh, hd) = (self.heads, self.kv_heads, self.head_dim);
+        let group = h / kvh;
+        let s = l1.dims()[1];
+        let mut out = vec![0f32; s * h * hd];
+        for g in &self.segs {
+            let (pk, pv, past) = match &g.past {
+                Some((pk, pv)) => (values(pk)?, values(pv)?, pk.dim(1)?),
+                None => (Vec::new(), Vec::new(), 0),
+            };
+            let mask = values(&g.mask)?;
+            let t = past + g.len;
+            let key = |j: usize, c: usize| -> &[f32] {
+                match c < past {
+                    true => &pk[(j * past + c) * hd..][..hd],
+                    false => &k[(j * s + g.offset + c - past) * hd..][..hd],
+                }
+            };
+            let value = |j: usize, c: usize| -> &[f32] {
+                match c < past {
+                    true => &pv[(j * past + c) * hd..][..hd],
+                    false => &v[(j * s + g.offset + c - past) * hd..][..hd],
+                }
+            };
+            let mut scores = vec![0f32; t];
+            for row in 0..g.len {
+                let r = g.offset + row;
+                for head in 0..h {
+                    let j = head / group;
+                    let qr = &q[(head * s + r) * hd..][..hd];
+                    for (c, sc) in scores.iter_mut().enumerate() {
+                        let m = mask[row * t + c];
+                        *sc = match m == f32::NEG_INFINITY {
+                            true => m,
+                            false => qr.iter().zip(key(j, c)).map(|(a, b)| a * b).sum::<f32>() + m,
+                        };
+                    }
+                    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let mut sum = 0f32;
+                    for sc in scores.iter_mut() {
+                        *sc = (*sc - max).exp();
+                        sum += *sc;
+                    }
+                    let o = &mut out[(r * h + head) * hd..][..hd];
+                    for (c, &p) in scores.iter().enumerate() {
+                        if p > 0.0 {
+                            for (x, y) in o.iter_mut().zip(value(j, c)) {
+                                *x += p * y;
+                            }
+                        }
+                    }
+                    o.iter_mut().for_each(|x| *x /= sum);
+                }
+            }
+        }
+        Ok((CpuStorage::F32(out), Shape::from((s, h, hd))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        cuda::forward(self, s1, l1, s2, l2, s3, l3)
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use super::TreeAttention;
+    use candle_core::backend::BackendStorage;
+    use candle_core::cuda_backend::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+    use candle_core::cuda_backend::{CudaStorage, CudaStorageSlice, WrapErr};
+    use candle_core::{Layout, Shape, Storage, Tensor};
+    use std::sync::OnceLock;
+
+    const SOURCE: &str = include_str!("tree_attention.cu");
+    const MODULE: &str = "readout_tree_attention";
+    const FUNCTION: &str = "tree_attention_f32";
+    /// The kernel keeps `head_dim / 32` sums per lane in registers, at most 8.
+    const MAX_HEAD_DIM: usize = 256;
+
+    /// The kernel's PTX, compiled by NVRTC once per process.
+    fn ptx() -> candle_core::Result<&'static str> {
+        static PTX: OnceLock<Result<String, String>> = OnceLock::new();
+        let made = PTX.get_or_init(|| {
+            candle_core::cuda_backend::cudarc::nvrtc::compile_ptx(SOURCE)
+                .map(|p| p.to_src())
+                .map_err(|e| format!("compiling the tree-attention kernel with NVRTC: {e:?}"))
+        });
+        match made {
+            Ok(p) => Ok(p.as_str()),
+            Err(e) => Err(candle_core::Error::Msg(e.clone())),
+        }
+    }
+
+    /// A contiguous f32 CUDA tensor's device address (its view's first element).
+    fn address(t: &Tensor, stream: &candle_core::cuda_backend::cudarc::driver::CudaStream) -> candle_core::Result<u64> {
+        let (storage, layout) = t.storage_and_layout();
+        let Storage::Cuda(cs) = &*storage else {
+            candle_core::bail!("tree attention: a tensor is not on the CUDA device")
+        };
+        let Some((start, _)) = layout.contiguous_offsets() else {
+            candle_core::bail!("tree attention: a cached tensor is not contiguous")
+        };
+        let slice = cs.as_cuda_slice::<f32>()?;
+        let (ptr, _sync) = slice.device_ptr(stream);
+        Ok(ptr + (start * 4) as u64)
+    }
+
+    pub(super) fn forward(
+        op: &TreeAttention,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        let dev = s1.device().clone();
+        let stream = dev.cuda_stream();
+        let (h, kvh, hd) = (op.heads, op.kv_heads, op.head_dim);
+        let s = l1.dims()[1];
+        if hd % 4 != 0 || hd > MAX_HEAD_DIM {
+            candle_core::bail!("tree attention: head_dim {hd} (the kernel takes multiples of 4 up to {MAX_HEAD_DIM})");
+        }
+        let view = |st: &CudaStorage, l: &Layout| -> candle_core::Result<_> {
+            let Some((a, b)) = l.contiguous_offsets() else {
+                candle_core::bail!("tree attention: its inputs must be contiguous")
+            };
+            if a % 4 != 0 {
+                candle_core::bail!("tree attention: an input starts off a 16-byte boundary");
+            }
+            Ok(st.as_cuda_slice::<f32>()?.slice(a..b))
+        };
+        let (q, k, v) = (view(s1, l1)?, view(s2, l2)?, view(s3, l3)?);
+        // The segments' table, then each token's segment (layout in tree_attention.cu). The
+        // cached tensors live in the op (the caller's), which outlives the launch; their
+        // memory is freed, if at all, in stream order after it.
+        let mut table: Vec<u64> = Vec::with_capacity(op.segs.len() * 6 + s);
+        for g in &op.segs {
+            let (pk, pv, past) = match &g.past {
+                Some((pk, pv)) => (address(pk, &stream)?, address(pv, &stream)?, pk.dim(1)?),
+                None => (0, 0, 0),
+            };
+            let mask = address(&g.mask, &stream)?;
+            if [pk, pv].iter().any(|p| p % 16 != 0) {
+                candle_core::bail!("tree attention: a cached tensor starts off a 16-byte boundary");
+            }
+            table.extend([g.offset as u64, g.len as u64, past as u64, pk, pv, mask]);
+        }
+        for (i, g) in op.segs.iter().enumerate() {
+            table.extend(std::iter::repeat_n(i as u64, g.len));
+        }
+        let table = dev.clone_htod(&table)?;
+        let func = dev.get_or_load_custom_func(FUNCTION, MODULE, ptx()?)?;
+        // SAFETY: every element is written by the kernel (one warp per token and head).
+        let out = unsafe { dev.alloc::<f32>(s * h * hd)? };
+        let group = h / kvh;
+        let cfg = LaunchConfig {
+            grid_dim: (s as u32, kvh as u32, 1),
+            block_dim: (32 * group as u32, 1, 1),
+            shared_mem_bytes: (group * hd * 4) as u32,
+        };
+        let mut b = func.builder();
+        b.arg(&q);
+        b.arg(&k);
+        b.arg(&v);
+        b.arg(&out);
+        b.arg(&table);
+        let (n_segs, s_i, h_i, kvh_i, hd_i) = (op.segs.len() as i32, s as i32, h as i32, kvh as i32, hd as i32);
+        b.arg(&n_segs);
+        b.arg(&s_i);
+        b.arg(&h_i);
+        b.arg(&kvh_i);
+        b.arg(&hd_i);
+        // SAFETY: the arguments match the kernel's signature; the table's addresses point into
+        // tensors that stay allocated (see above).
+        unsafe { b.launch(cfg) }.w()?;
+        Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((s, h, hd))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// The matmul path's attention of one segment (`q·kᵀ + mask`, softmax, `·v`), `[n, h·hd]`.
+    fn by_matmuls(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, group: usize) -> candle_core::Result<Tensor> {
+        let (h, n, hd) = q.dims3()?;
+        let kvh = h / group;
+        let t = k.dim(1)?;
+        let qg = q.reshape((kvh, group * n, hd))?;
+        let att = qg.matmul(&k.t()?)?.reshape((kvh, group, n, t))?;
+        let att = candle_nn::ops::softmax_last_dim(&att.broadcast_add(&mask.unsqueeze(0)?.unsqueeze(0)?)?)?;
+        att.reshape((kvh, group * n, t))?.matmul(v)?.reshape((h, n, hd))?.transpose(0, 1)?.reshape((n, h * hd))
+    }
+
+    #[test]
+    fn the_reference_gives_the_matmul_path_s_attention_for_every_segment() -> candle_core::Result<()> {
+        // Two segments on pasts of 5 and 0 tokens, 4 heads over 2 kv heads, a causal mask with
+        // one more key hidden (a tree mask's), and a row whose past is cut (a window's).
+        let dev = Device::Cpu;
+        let (h, kvh, hd) = (4, 2, 8);
+        let lens = [3usize, 2];
+        let pasts = [5usize, 0];
+        let s: usize = lens.iter().sum();
+        let q = Tensor::randn(0f32, 1., (h, s, hd), &dev)?;
+        let k = Tensor::randn(0f32, 1., (kvh, s, hd), &dev)?;
+        let v = Tensor::randn(0f32, 1., (kvh, s, hd), &dev)?;
+        let mut segs = Vec::new();
+        let mut want = Vec::new();
+        let mut off = 0;
+        for (&n, &p) in lens.iter().zip(&pasts) {
+            let t = p + n;
+            let mut m = vec![0f32; n * t];
+            for r in 0..n {
+                for c in p + r + 1..t {
+                    m[r * t + c] = f32::NEG_INFINITY;
+                }
+            }
+            if p > 0 {
+                m[2 * t] = f32::NEG_INFINITY; // the window hides the oldest key from the last row
+                m[2 * t + p + 1] = f32::NEG_INFINITY; // the tree hides a sibling's token
+            }
+            let mask = Tensor::from_vec(m, (n, t), &dev)?;
+            let past = (p > 0)
+                .then(|| -> candle_core::Result<_> {
+                    Ok((Tensor::randn(0f32, 1., (kvh, p, hd), &dev)?, Tensor::randn(0f32, 1., (kvh, p, hd), &dev)?))
+                })
+                .transpose()?;
+            let (qs, ks, vs) = (q.narrow(1, off, n)?, k.narrow(1, off, n)?, v.narrow(1, off, n)?);
+            let (ka, va) = match &past {
+                Some((pk, pv)) => (Tensor::cat(&[pk, &ks], 1)?, Tensor::cat(&[pv, &vs], 1)?),
+                None => (ks.contiguous()?, vs.contiguous()?),
+            };
+            want.push(by_matmuls(&qs.contiguous()?, &ka, &va, &mask, h / kvh)?);
+            segs.push(SegmentAttention { offset: off, len: n, past, mask });
+            off += n;
+        }
+        let got = tree_attention(&q, &k, &v, segs)?.to_vec2::<f32>()?;
+        let want = Tensor::cat(&want, 0)?.to_vec2::<f32>()?;
+        for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_mask_of_the_wrong_shape_is_refused() {
+        let dev = Device::Cpu;
+        let q = Tensor::zeros((2, 3, 4), candle_core::DType::F32, &dev).unwrap();
+        let kv = Tensor::zeros((1, 3, 4), candle_core::DType::F32, &dev).unwrap();
+        let mask = Tensor::zeros((3, 4), candle_core::DType::F32, &dev).unwrap();
+        let segs = vec![SegmentAttention { offset: 0, len: 3, past: None, mask }];
+        let e = tree_attention(&q, &kv, &kv, segs).unwrap_err().to_string();
+        assert!(e.contains("mask of [3, 4]"), "{e}");
+    }
+}
