@@ -165,7 +165,7 @@ impl CustomOp3 for TreeAttention {
 mod cuda {
     use super::TreeAttention;
     use candle_core::backend::BackendStorage;
-    use candle_core::cuda_backend::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+    use candle_core::cuda_backend::cudarc::driver::{CudaView, DevicePtr, LaunchConfig, PushKernelArg};
     use candle_core::cuda_backend::{CudaStorage, CudaStorageSlice, WrapErr};
     use candle_core::{Layout, Shape, Storage, Tensor};
     use std::sync::OnceLock;
@@ -204,6 +204,17 @@ mod cuda {
         Ok(ptr + (start * 4) as u64)
     }
 
+    /// A contiguous f32 input of the op as a view, checked to start on a 16-byte boundary.
+    fn view<'a>(st: &'a CudaStorage, l: &Layout) -> candle_core::Result<CudaView<'a, f32>> {
+        let Some((a, b)) = l.contiguous_offsets() else {
+            candle_core::bail!("tree attention: its inputs must be contiguous")
+        };
+        if a % 4 != 0 {
+            candle_core::bail!("tree attention: an input starts off a 16-byte boundary");
+        }
+        Ok(st.as_cuda_slice::<f32>()?.slice(a..b))
+    }
+
     pub(super) fn forward(
         op: &TreeAttention,
         s1: &CudaStorage,
@@ -220,15 +231,6 @@ mod cuda {
         if hd % 4 != 0 || hd > MAX_HEAD_DIM {
             candle_core::bail!("tree attention: head_dim {hd} (the kernel takes multiples of 4 up to {MAX_HEAD_DIM})");
         }
-        let view = |st: &CudaStorage, l: &Layout| -> candle_core::Result<_> {
-            let Some((a, b)) = l.contiguous_offsets() else {
-                candle_core::bail!("tree attention: its inputs must be contiguous")
-            };
-            if a % 4 != 0 {
-                candle_core::bail!("tree attention: an input starts off a 16-byte boundary");
-            }
-            Ok(st.as_cuda_slice::<f32>()?.slice(a..b))
-        };
         let (q, k, v) = (view(s1, l1)?, view(s2, l2)?, view(s3, l3)?);
         // The segments' table, then each token's segment (layout in tree_attention.cu). The
         // cached tensors live in the op (the caller's), which outlives the launch; their

@@ -271,13 +271,14 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
                 .unwrap();
             let other = e.extend(&root, &enc("A state under the root.")).unwrap();
             let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
+            let empty = Prefix::empty();
             let (stem_a, stem_b) = (enc("Stem of unit one"), enc("Unit two has its own, longer stem"));
             let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
             let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
             let units = vec![
                 Unit { parent: &root, stem: &stem_a, leaves: sfx.clone(), keep: true },
                 Unit { parent: &deeper, stem: &stem_b, leaves: sfx[..2].to_vec(), keep: true },
-                Unit { parent: &Prefix::empty(), stem: &stem_b, leaves: sfx[2..].to_vec(), keep: true },
+                Unit { parent: &empty, stem: &stem_b, leaves: sfx[2..].to_vec(), keep: true },
                 Unit { parent: &root, stem: &[], leaves: sfx[1..].to_vec(), keep: false },
             ];
             let opts = PassOptions { group_units: grouped, ..e.pass_defaults() };
