@@ -150,6 +150,20 @@ pub fn free_memory(dev: &Device) -> Option<u64> {
     result::mem_get_info().ok().map(|(free, _total)| free as u64)
 }
 
+/// Make `dev`'s CUDA context current on this thread (nothing elsewhere). cudarc binds it
+/// before its own calls but not when it frees a buffer, so a thread that drops GPU tensors needs
+/// it current; the engine binds its pool's threads and the threads that call it.
+#[cfg(feature = "cuda")]
+pub(crate) fn bind_to_thread(dev: &Device) {
+    if let Device::Cuda(d) = dev {
+        // An error here (no such context) shows at the next operation on the device.
+        let _ = d.cuda_stream().context().bind_to_thread();
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn bind_to_thread(_dev: &Device) {}
+
 #[cfg(not(feature = "cuda"))]
 pub fn free_memory(_dev: &Device) -> Option<u64> {
     None

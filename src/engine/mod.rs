@@ -208,9 +208,13 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         pool = pool.num_threads(n.max(1));
     }
     let pool = pool.build().map_err(|e| Error::Config(format!("starting {:?} CPU threads: {e}", opts.threads)))?;
+    // The device is made on the calling thread, and its CUDA context made current on every
+    // thread of the pool: a tensor freed on a thread without it fails (cudarc frees without
+    // binding), and that error surfaces at the next operation.
+    let (device, fallback) = device::select(opts.device)?;
+    pool.broadcast(|_| device::bind_to_thread(&device));
     // Loading decodes and lays out weights on all of the engine's threads.
-    let (loaded, device, weights, kv_cache, fallback) = pool.install(|| -> Result<_> {
-        let (device, fallback) = device::select(opts.device)?;
+    let (loaded, weights, kv_cache) = pool.install(|| -> Result<_> {
         let weights = resolve_weights(opts.weights, &device, path)?;
         check_precision(opts.precision, &device, weights, opts.matmul)?;
         if opts.attention == AttentionPath::Kernel && !device.is_cuda() {
@@ -230,7 +234,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         loaded.model.kv_f16 = kv_cache == KvCache::F16;
         loaded.model.tf32 = opts.precision == Precision::Tf32;
         loaded.model.attention_kernel = opts.attention == AttentionPath::Kernel;
-        Ok((loaded, device, weights, kv_cache, fallback))
+        Ok((loaded, weights, kv_cache))
     })?;
     let cfg = loaded.model.cfg.clone();
     let info = ModelInfo {
@@ -297,6 +301,7 @@ impl BareModel {
     /// Full next-token logits after `tokens` on `prefix` (as [`Engine::next_logits`]).
     pub fn next_logits(&self, prefix: &Prefix, tokens: &[u32]) -> Result<(Prefix, Vec<f32>)> {
         let context = self.info.config.context_length;
+        device::bind_to_thread(&self.model.device);
         self.pool.install(|| next_logits_of(&self.model, context, prefix, tokens))
     }
 }
@@ -470,6 +475,8 @@ impl Engine {
 
     /// `pass` with the given options (head, grouping), on the engine's threads.
     pub fn pass_with(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<UnitOut>> {
+        // The caller's thread frees what the pass returns (see `load_model`).
+        device::bind_to_thread(&self.model.device);
         self.pool.install(|| self.pass_in_pool(units, opts))
     }
 
@@ -483,6 +490,7 @@ impl Engine {
         b: &[Unit<'_>],
         opts: PassOptions,
     ) -> (Result<Vec<UnitOut>>, Result<Vec<UnitOut>>) {
+        device::bind_to_thread(&self.model.device);
         self.pool.install(|| rayon::join(|| self.pass_in_pool(a, opts), || self.pass_in_pool(b, opts)))
     }
 
