@@ -98,6 +98,11 @@ pub enum Error {
     #[error("{spec}: {detail}")]
     HubDownload { spec: String, detail: String },
 
+    /// A download stopped by its caller (the progress callback answered `false`). What arrived
+    /// is kept in the cache's `.part` file, which the next attempt resumes.
+    #[error("{spec}: the download of {file} was stopped after {kept} of {total} bytes; they are kept in {part}, and getting {spec} again resumes from there")]
+    HubStopped { spec: String, file: String, kept: u64, total: u64, part: PathBuf },
+
     /// The OS error is part of the message, not a separate source, so `{:#}` prints it once.
     #[error("{path}: {err}")]
     Io { path: PathBuf, err: std::io::Error },

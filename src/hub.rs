@@ -20,7 +20,9 @@
 //! - typed errors that say what to do (not found, needs a token, offline, corrupt, network).
 //!
 //! Settings come in [`HubOptions`] (the shell reads `HF_ENDPOINT`, `HF_HOME`, `HF_HUB_CACHE`,
-//! `HF_TOKEN`, `HF_HUB_OFFLINE`); progress goes to a callback. Nothing here prints or reads the
+//! `HF_TOKEN`, `HF_HUB_OFFLINE` and hands them to [`HubOptions::from_vars`]); progress goes to a
+//! callback, which stops the download by answering `false` (the bytes that arrived stay in the
+//! cache's `.part` file for the next attempt to resume). Nothing here prints or reads the
 //! environment. The commit a spec resolved to comes back in [`ModelSource`], which result files
 //! record so that a run can be repeated on exactly the same files.
 
@@ -161,6 +163,35 @@ impl HubOptions {
             retries: 3,
         }
     }
+
+    /// The options the hub's own tools take from their environment, with `var` looking a
+    /// variable up (the shell passes the environment; empty values count as unset) and `home`
+    /// the user's home folder: the cache `HF_HUB_CACHE`, else `HF_HOME/hub`, else
+    /// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`; the endpoint
+    /// `HF_ENDPOINT`; the token `HF_TOKEN`, else the file `HF_TOKEN_PATH`, else `HF_HOME/token`
+    /// (what `hf auth login` saves); offline when `HF_HUB_OFFLINE` is 1, true, yes or on.
+    /// `None` when no cache folder can be named (no variable and no home folder).
+    pub fn from_vars(var: &dyn Fn(&str) -> Option<String>, home: Option<PathBuf>) -> Option<Self> {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
+        let hf_home = var("HF_HOME").map(PathBuf::from).or_else(|| {
+            var("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| home.map(|h| h.join(".cache"))).map(|c| c.join("huggingface"))
+        });
+        let cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| hf_home.as_ref().map(|h| h.join("hub")))?;
+        let mut opts = HubOptions::new(cache);
+        if let Some(e) = var("HF_ENDPOINT") {
+            opts.endpoint = e;
+        }
+        let token_file = var("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| hf_home.map(|h| h.join("token")));
+        opts.token = var("HF_TOKEN").or_else(|| {
+            token_file
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+        });
+        opts.offline = var("HF_HUB_OFFLINE")
+            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
+        Some(opts)
+    }
 }
 
 /// Where a model came from, as the result file records it: the repository, the commit its
@@ -232,7 +263,10 @@ pub fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
 /// with GGUF files gives one GGUF (the only one; else the [`PREFERRED_QUANT`] one; else an error
 /// listing them), and one without gives its model directory (config.json, tokenizer files and
 /// safetensors weights: what the loader reads).
-pub fn resolve(spec: &HubSpec, opts: &HubOptions, progress: &mut dyn FnMut(&DownloadProgress<'_>)) -> Result<Resolved> {
+///
+/// `progress` hears about every downloaded chunk and answers whether to go on: `false` stops
+/// the download ([`Error::HubStopped`]), keeping what arrived for the next attempt to resume.
+pub fn resolve(spec: &HubSpec, opts: &HubOptions, progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool) -> Result<Resolved> {
     let dir = repo_dir(&opts.cache_dir, &spec.repo);
     if !opts.refresh || opts.offline {
         if let Some(found) = from_cache(spec, &dir)? {
@@ -686,7 +720,7 @@ impl<'a> Hub<'a> {
         dir: &Path,
         commit: &str,
         sibling: &Sibling,
-        progress: &mut dyn FnMut(&DownloadProgress<'_>),
+        progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool,
     ) -> Result<FileReport> {
         let name = sibling.rfilename.as_str();
         let pointer = dir.join("snapshots").join(commit).join(name);
@@ -716,7 +750,7 @@ impl<'a> Hub<'a> {
         commit: &str,
         sibling: &Sibling,
         checksum: Option<(&str, bool)>,
-        progress: &mut dyn FnMut(&DownloadProgress<'_>),
+        progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool,
     ) -> Result<FileReport> {
         let name = sibling.rfilename.as_str();
         let part = checksum.map(|(c, _)| dir.join("blobs").join(format!("{c}.part")));
@@ -728,15 +762,30 @@ impl<'a> Hub<'a> {
         // Pinned to the commit the file list came from, so every file is of that one commit.
         let repo = self.repo(commit);
         let mut adapter = ProgressAdapter { file: name, done: 0, total: 0, callback: progress };
-        let mut result = repo.download_with_progress(name, &mut adapter);
-        if let (Err(hf_hub::api::sync::ApiError::InvalidResume), Some(p)) = (&result, &part) {
+        let mut result = stoppable(|| repo.download_with_progress(name, &mut adapter));
+        if let (Ok(Err(hf_hub::api::sync::ApiError::InvalidResume)), Some(p)) = (&result, &part) {
             // A partial file longer than the file: not a prefix of it; start again.
             std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
-            result = repo.download_with_progress(name, &mut adapter);
+            result = stoppable(|| repo.download_with_progress(name, &mut adapter));
         }
         if !had_stray_ref {
             let _ = std::fs::remove_file(&stray_ref);
         }
+        let Ok(result) = result else {
+            // Stopped by the caller: hf-hub's lock on the blob is released (its guard dropped
+            // while unwinding); its lock file goes, the partial file stays.
+            if let Some((c, _)) = checksum {
+                let _ = std::fs::remove_file(dir.join("blobs").join(format!("{c}.lock")));
+            }
+            let kept = part.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
+            return Err(Error::HubStopped {
+                spec: self.spec.to_string(),
+                file: name.to_string(),
+                kept,
+                total: sibling.size().unwrap_or(adapter.total),
+                part: part.unwrap_or_else(|| dir.join("blobs")),
+            });
+        };
         let pointer = result.map_err(|e| self.api_error(e, name, part.as_deref(), sibling.size()))?;
         let blob = std::fs::canonicalize(&pointer).map_err(|e| Error::io(&pointer, e))?;
         if let Some(lock) = blob.file_name().map(|n| blob.with_file_name(format!("{}.lock", n.to_string_lossy()))) {
@@ -814,24 +863,55 @@ impl<'a> Hub<'a> {
     }
 }
 
+/// The caller's answer to stop a download, carried out of hf-hub's download loop.
+struct Stopped;
+
+/// Run `download` (an hf-hub download with a [`ProgressAdapter`]): `Err(Stopped)` when the
+/// caller stopped it.
+///
+/// hf-hub's blocking download is one `io::copy` with no way to stop it but an error, and its
+/// progress callback cannot return one. So the adapter leaves it by unwinding with
+/// `resume_unwind` (which runs no panic hook: nothing is printed), and this catches exactly that
+/// payload; any other panic goes on unwinding. What unwinds through hf-hub is a file being
+/// appended to (its bytes so far stay, as after a broken connection) and its lock guard
+/// (released on drop). Under `panic = "abort"` the adapter never stops a download (see
+/// [`ProgressAdapter::update`]); neither Readout's binaries nor the app set it.
+fn stoppable<T>(download: impl FnOnce() -> T) -> std::result::Result<T, Stopped> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(download)) {
+        Ok(v) => Ok(v),
+        Err(payload) if payload.is::<Stopped>() => Err(Stopped),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
 /// hf-hub's progress as [`DownloadProgress`] calls.
 struct ProgressAdapter<'p, 'c> {
     file: &'p str,
     done: u64,
     total: u64,
-    callback: &'c mut dyn FnMut(&DownloadProgress<'_>),
+    callback: &'c mut dyn FnMut(&DownloadProgress<'_>) -> bool,
+}
+
+impl ProgressAdapter<'_, '_> {
+    /// Tell the caller; when it answers `false`, leave hf-hub's download (see [`stoppable`]).
+    fn report(&mut self) {
+        let go_on = (self.callback)(&DownloadProgress { file: self.file, done: self.done, total: self.total });
+        if !go_on && cfg!(panic = "unwind") {
+            std::panic::resume_unwind(Box::new(Stopped));
+        }
+    }
 }
 
 impl hf_hub::api::Progress for &mut ProgressAdapter<'_, '_> {
     fn init(&mut self, size: usize, _filename: &str) {
+        // hf-hub follows with `update(bytes already there)`: the first report says where it starts.
         self.total = size as u64;
         self.done = 0;
-        (self.callback)(&DownloadProgress { file: self.file, done: 0, total: self.total });
     }
 
     fn update(&mut self, size: usize) {
         self.done += size as u64;
-        (self.callback)(&DownloadProgress { file: self.file, done: self.done, total: self.total });
+        self.report();
     }
 
     fn finish(&mut self) {}

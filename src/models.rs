@@ -200,6 +200,38 @@ fn display_name(hub: Option<&str>, file: &str, manifest: &[(String, String)]) ->
     file.to_string()
 }
 
+/// The name to show for the model at `path` (a GGUF file or a model directory), as `readout
+/// models` shows it: for a file in the Hugging Face cache (`…/models--ORG--REPO/snapshots/COMMIT/
+/// FILE`) the catalogue's name of that repository's file, else the repository's name for a
+/// directory or the file's; elsewhere the catalogue's name of the file, else the id the
+/// `manifest` beside it gives (a checkout's `models/manifest`), else the file's name.
+pub fn name_of(path: &Path) -> String {
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+    if let Some((repo, in_repo)) = hub_cache_parts(path) {
+        return match in_repo {
+            Some(_) => display_name(Some(&repo), &file, &[]),
+            None => repo,
+        };
+    }
+    let manifest = path
+        .parent()
+        .and_then(|d| std::fs::read_to_string(d.join("manifest")).ok())
+        .map(|t| manifest_ids(&t))
+        .unwrap_or_default();
+    display_name(None, &file, &manifest)
+}
+
+/// `(ORG/REPO, the path inside the snapshot)` of a path in a Hugging Face cache's snapshot
+/// (`None` inside for the snapshot itself, a model directory).
+fn hub_cache_parts(path: &Path) -> Option<(String, Option<String>)> {
+    let parts: Vec<String> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let at = parts.iter().rposition(|p| p == "snapshots")?;
+    let (org, name) = parts.get(at.checked_sub(1)?)?.strip_prefix("models--")?.split_once("--")?;
+    let inside = parts.get(at + 2..).filter(|rest| !rest.is_empty()).map(|rest| rest.join("/"));
+    parts.get(at + 1)?;
+    Some((format!("{org}/{name}"), inside))
+}
+
 /// Every model in `places`, in the order: the hub cache (by repository), then each folder.
 /// Unreadable folders are skipped: a listing shows what it can.
 pub fn find(places: &Places) -> Vec<FoundModel> {
@@ -383,6 +415,22 @@ mod tests {
         // A catalogue file name from another repository is not the catalogue's model.
         assert_eq!(display_name(Some("someone/else"), "Qwen3-0.6B-Q8_0.gguf", &[]), "Qwen3-0.6B-Q8_0.gguf");
         assert_eq!(display_name(Some("Qwen/Qwen3-0.6B-GGUF"), "Qwen3-0.6B-Q8_0.gguf", &[]), "Qwen3 0.6B (Q8_0)");
+    }
+
+    #[test]
+    fn a_path_is_named_as_the_listing_names_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let snap = tmp.path().join("hub/models--Qwen--Qwen3-0.6B-GGUF/snapshots/0123");
+        assert_eq!(name_of(&snap.join("Qwen3-0.6B-Q8_0.gguf")), "Qwen3 0.6B (Q8_0)");
+        assert_eq!(name_of(&snap.join("sub/other.gguf")), "other.gguf");
+        assert_eq!(name_of(&tmp.path().join("hub/models--org--dir/snapshots/0123")), "org/dir");
+        let models = tmp.path().join("models");
+        std::fs::create_dir_all(&models).unwrap();
+        std::fs::write(models.join("manifest"), "gemma3-270m  gemma-3-270m-q4_k_m.gguf  a5  Gemma  pypi:y\n").unwrap();
+        assert_eq!(name_of(&models.join("gemma-3-270m-q4_k_m.gguf")), "gemma3-270m");
+        assert_eq!(name_of(&models.join("SmolLM2-135M-Instruct.Q4_1.gguf")), "SmolLM2 135M Instruct (Q4_1)");
+        assert_eq!(name_of(&models.join("mine.gguf")), "mine.gguf");
+        assert_eq!(name_of(Path::new("/elsewhere/mine.gguf")), "mine.gguf");
     }
 
     #[test]

@@ -6,7 +6,6 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use readout::hub::{resolve, DownloadProgress, Fetched, HubOptions, HubSpec, Resolved};
-use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct PullArgs {
@@ -75,41 +74,12 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// A non-empty environment variable.
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-/// `HF_HOME`: the variable, else `$XDG_CACHE_HOME/huggingface`, else `~/.cache/huggingface`
-/// (as the hub's own Python library sets it, on every platform).
-fn hf_home() -> Option<PathBuf> {
-    env("HF_HOME").map(PathBuf::from).or_else(|| {
-        env("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| dirs::home_dir().map(|h| h.join(".cache")))
-            .map(|c| c.join("huggingface"))
-    })
-}
-
-/// The hub settings from the environment; `offline` from the command line (or `HF_HUB_OFFLINE`).
+/// The hub settings from the environment (`HubOptions::from_vars`); `offline` from the command
+/// line (or `HF_HUB_OFFLINE`).
 pub fn hub_options(offline: bool) -> Result<HubOptions> {
-    let home = hf_home();
-    let cache = env("HF_HUB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join("hub")))
+    let mut opts = HubOptions::from_vars(&|name| std::env::var(name).ok(), dirs::home_dir())
         .context("no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME")?;
-    let mut opts = HubOptions::new(cache);
-    if let Some(e) = env("HF_ENDPOINT") {
-        opts.endpoint = e;
-    }
-    // HF_TOKEN, else the token `hf auth login` (`huggingface-cli login`) saved.
-    let token_file = env("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| home.map(|h| h.join("token")));
-    opts.token = env("HF_TOKEN").or_else(|| {
-        token_file.and_then(|p| std::fs::read_to_string(p).ok()).map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
-    });
-    let offline_env =
-        env("HF_HUB_OFFLINE").map(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
-    opts.offline = offline || offline_env.unwrap_or(false);
+    opts.offline |= offline;
     Ok(opts)
 }
 
@@ -136,6 +106,7 @@ pub fn resolve_with_bar(spec: &HubSpec, opts: &HubOptions) -> Result<Resolved> {
             b.set_length(p.total);
             b.set_position(p.done);
         }
+        true
     };
     let resolved = resolve(spec, opts, &mut draw);
     if let Some((_, b)) = bar.take() {

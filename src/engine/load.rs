@@ -281,6 +281,10 @@ pub struct Metadata {
     pub quantisation: String,
     /// Bytes of the GGUF file, or of the directory's safetensors.
     pub file_bytes: u64,
+    /// Whether the model carries a chat template of its own (GGUF `tokenizer.chat_template`, a
+    /// directory's `chat_template.jinja` or `tokenizer_config.json`); without one, loading it
+    /// needs a template named (`LoadOptions::chat_template`).
+    pub has_chat_template: bool,
 }
 
 /// Read only the shape of a model: the GGUF header (metadata and tensor table) or config.json.
@@ -293,7 +297,9 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
         let file_bytes =
             safetensors_files(path)?.iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum();
         let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        return Ok(Metadata { config, name, quantisation: torch_dtype.to_uppercase(), file_bytes });
+        let from_config = read_tokenizer_config(&path.join("tokenizer_config.json"))?.chat_template;
+        let has_chat_template = hf_chat_template(path, from_config)?.is_some();
+        return Ok(Metadata { config, name, quantisation: torch_dtype.to_uppercase(), file_bytes, has_chat_template });
     }
     let (file, content) = super::gguf::open(path)?;
     let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
@@ -315,7 +321,8 @@ fn gguf_metadata(content: &gguf_file::Content, path: &Path, file_bytes: u64) -> 
         .and_then(|v| v.to_string().ok())
         .cloned()
         .unwrap_or_else(|| file_stem(path));
-    Ok(Metadata { config, name, quantisation: dominant_type(content), file_bytes })
+    let has_chat_template = content.metadata.contains_key("tokenizer.chat_template");
+    Ok(Metadata { config, name, quantisation: dominant_type(content), file_bytes, has_chat_template })
 }
 
 /// The tensor type most of the weight bytes are in, as GGUF names it.

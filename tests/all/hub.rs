@@ -1,284 +1,14 @@
-//! Models from the Hugging Face hub, end to end against a hub served on loopback: a small HTTP
-//! server (std threads) that answers as the hub does — the API's revision info with sizes and
-//! checksums, `resolve` with `x-repo-commit` and `etag`, LFS files through a redirect that carries
-//! `x-linked-etag`, Range requests — and can cut a download in the middle or serve bytes that do
-//! not match their checksum. Every test has a temporary cache; none touches the real home.
+//! Models from the Hugging Face hub, end to end against a hub served on loopback
+//! (`tests/fake_hub`). Every test has a temporary cache; none touches the real home.
 
 use crate::common;
+use crate::fake_hub::{FakeHub, HubFile, COMMIT};
 use readout::hub::{resolve, Fetched, HubOptions, HubSpec, Resolved};
 use readout::Error;
-use sha2::Digest;
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const TEXT: &str = "I was charged twice this month, please refund one of them.";
-
-struct HubFile {
-    name: String,
-    bytes: Vec<u8>,
-    /// Kept in LFS (a redirect and a sha256) rather than git (a blob id).
-    lfs: bool,
-    /// Bytes served instead of `bytes` (the checksum still says `bytes`'): a corrupt download.
-    served: Option<Vec<u8>>,
-    /// Full downloads still to cut in the middle (the server closes the connection halfway).
-    cuts: usize,
-}
-
-impl HubFile {
-    fn new(name: &str, bytes: Vec<u8>, lfs: bool) -> Self {
-        HubFile { name: name.into(), bytes, lfs, served: None, cuts: 0 }
-    }
-    fn sha256(&self) -> String {
-        hex::encode(sha2::Sha256::digest(&self.bytes))
-    }
-    fn blob_id(&self) -> String {
-        use sha1::Digest as _;
-        let mut h = sha1::Sha1::new();
-        h.update(format!("blob {}\0", self.bytes.len()).as_bytes());
-        h.update(&self.bytes);
-        hex::encode(h.finalize())
-    }
-}
-
-struct HubRepo {
-    commit: String,
-    files: Vec<HubFile>,
-    /// Answers only requests with `Authorization: Bearer secret`.
-    gated: bool,
-}
-
-/// A request as the server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    range: Option<String>,
-    auth: Option<String>,
-}
-
-#[derive(Default)]
-struct State {
-    repos: HashMap<String, HubRepo>,
-    seen: Vec<Seen>,
-}
-
-/// The hub on loopback.
-struct FakeHub {
-    url: String,
-    state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl FakeHub {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s, st, base) = (state.clone(), stop.clone(), url.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if st.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (s, base) = (s.clone(), base.clone());
-                std::thread::spawn(move || {
-                    let _ = serve(conn, &s, &base);
-                });
-            }
-        });
-        FakeHub { url, state, stop }
-    }
-
-    fn add(&self, repo: &str, files: Vec<HubFile>) {
-        self.state.lock().unwrap().repos.insert(repo.into(), HubRepo { commit: COMMIT.into(), files, gated: false });
-    }
-
-    fn with_file(&self, repo: &str, name: &str, f: impl FnOnce(&mut HubFile)) {
-        let mut st = self.state.lock().unwrap();
-        f(st.repos.get_mut(repo).unwrap().files.iter_mut().find(|x| x.name == name).unwrap());
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.state.lock().unwrap().seen.clone()
-    }
-
-    fn options(&self, cache: &Path) -> HubOptions {
-        HubOptions { endpoint: self.url.clone(), retries: 0, ..HubOptions::new(cache.to_path_buf()) }
-    }
-}
-
-impl Drop for FakeHub {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
-    }
-}
-
-fn respond(conn: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    conn.write_all(head.as_bytes())?;
-    conn.write_all(body)?;
-    conn.flush()
-}
-
-fn not_found(conn: &mut TcpStream, code: &str) -> std::io::Result<()> {
-    let body = format!("{{\"error\": \"{code}\"}}");
-    respond(conn, "404 Not Found", &[("X-Error-Code", code.into()), ("X-Error-Message", code.into())], body.as_bytes())
-}
-
-/// `bytes=A-B` or `bytes=A-` of a body of `len` bytes: the first and last byte.
-fn range_of(range: Option<&str>, len: usize) -> Option<(usize, usize)> {
-    let (a, b) = range?.strip_prefix("bytes=")?.split_once('-')?;
-    let a: usize = a.parse().ok()?;
-    let b: usize = if b.is_empty() { len.saturating_sub(1) } else { b.parse::<usize>().ok()?.min(len - 1) };
-    Some((a, b))
-}
-
-/// Serve `body`, honouring Range; `cut` sends half of it and closes the connection.
-fn send_body(
-    conn: &mut TcpStream,
-    body: &[u8],
-    range: Option<&str>,
-    headers: &[(&str, String)],
-    cut: bool,
-) -> std::io::Result<()> {
-    let (status, part, mut hs) = match range_of(range, body.len()) {
-        Some((a, b)) => {
-            ("206 Partial Content", &body[a..=b], vec![("Content-Range", format!("bytes {a}-{b}/{}", body.len()))])
-        }
-        None => ("200 OK", body, vec![]),
-    };
-    hs.push(("Accept-Ranges", "bytes".into()));
-    hs.extend(headers.iter().map(|(k, v)| (*k, v.clone())));
-    if !cut {
-        return respond(conn, status, &hs, part);
-    }
-    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n", part.len());
-    for (k, v) in &hs {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    conn.write_all(head.as_bytes())?;
-    conn.write_all(&part[..part.len() / 2])?;
-    conn.flush()?;
-    conn.shutdown(std::net::Shutdown::Both)
-}
-
-fn serve(mut conn: TcpStream, state: &Mutex<State>, base: &str) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let mut headers: HashMap<String, String> = HashMap::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" {
-            break;
-        }
-        if let Some((k, v)) = h.trim_end().split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-    }
-    let path = target.split('?').next().unwrap_or("").replace("%2F", "/");
-    let range = headers.get("range").cloned();
-    let mut st = state.lock().unwrap();
-    st.seen.push(Seen { path: path.clone(), range: range.clone(), auth: headers.get("authorization").cloned() });
-    let authorised = headers.get("authorization").map(String::as_str) == Some("Bearer secret");
-
-    // The CDN: LFS content by sha256.
-    if let Some(sha) = path.strip_prefix("/cdn/") {
-        let mut hit = None;
-        for repo in st.repos.values_mut() {
-            for f in repo.files.iter_mut() {
-                if f.lfs && f.sha256() == sha {
-                    let probe = range.as_deref() == Some("bytes=0-0");
-                    let cut = !probe && f.cuts > 0;
-                    if cut {
-                        f.cuts -= 1;
-                    }
-                    hit = Some((f.served.clone().unwrap_or_else(|| f.bytes.clone()), cut));
-                }
-            }
-        }
-        drop(st);
-        return match hit {
-            Some((body, cut)) => send_body(&mut conn, &body, range.as_deref(), &[], cut),
-            None => not_found(&mut conn, "EntryNotFound"),
-        };
-    }
-    // The API: /api/models/ORG/NAME/revision/REV
-    if let Some(rest) = path.strip_prefix("/api/models/") {
-        let parts: Vec<&str> = rest.splitn(4, '/').collect();
-        let (repo_id, rev) = match parts[..] {
-            [org, name, "revision", rev] => (format!("{org}/{name}"), rev.to_string()),
-            _ => return not_found(&mut conn, "RepoNotFound"),
-        };
-        let Some(repo) = st.repos.get(&repo_id) else { return not_found(&mut conn, "RepoNotFound") };
-        if repo.gated && !authorised {
-            return respond(&mut conn, "401 Unauthorized", &[("X-Error-Code", "GatedRepo".into())], b"{}");
-        }
-        if rev != "main" && rev != repo.commit {
-            return not_found(&mut conn, "RevisionNotFound");
-        }
-        let siblings: Vec<serde_json::Value> = repo
-            .files
-            .iter()
-            .map(|f| {
-                let mut v = serde_json::json!({"rfilename": f.name, "size": f.bytes.len(), "blobId": f.blob_id()});
-                if f.lfs {
-                    v["lfs"] = serde_json::json!({"sha256": f.sha256(), "size": f.bytes.len(), "pointerSize": 134});
-                }
-                v
-            })
-            .collect();
-        let body = serde_json::json!({"id": repo_id, "modelId": repo_id, "sha": repo.commit, "siblings": siblings});
-        drop(st);
-        return respond(
-            &mut conn,
-            "200 OK",
-            &[("Content-Type", "application/json".into())],
-            body.to_string().as_bytes(),
-        );
-    }
-    // A file: /ORG/NAME/resolve/REV/FILE
-    let parts: Vec<&str> = path.trim_start_matches('/').splitn(5, '/').collect();
-    let [org, name, "resolve", rev, file] = parts[..] else { return not_found(&mut conn, "RepoNotFound") };
-    let Some(repo) = st.repos.get(&format!("{org}/{name}")) else { return not_found(&mut conn, "RepoNotFound") };
-    if repo.gated && !authorised {
-        return respond(&mut conn, "401 Unauthorized", &[("X-Error-Code", "GatedRepo".into())], b"{}");
-    }
-    if rev != "main" && rev != repo.commit {
-        return not_found(&mut conn, "RevisionNotFound");
-    }
-    let commit = repo.commit.clone();
-    let Some(f) = repo.files.iter().find(|f| f.name == file) else { return not_found(&mut conn, "EntryNotFound") };
-    if f.lfs {
-        let headers = [
-            ("Location", format!("{base}/cdn/{}", f.sha256())),
-            ("X-Repo-Commit", commit),
-            ("X-Linked-Etag", format!("\"{}\"", f.sha256())),
-            ("X-Linked-Size", f.bytes.len().to_string()),
-            ("ETag", format!("\"{}\"", f.blob_id())),
-        ];
-        drop(st);
-        return respond(&mut conn, "302 Found", &headers, b"");
-    }
-    let body = f.served.clone().unwrap_or_else(|| f.bytes.clone());
-    let headers = [("X-Repo-Commit", commit), ("ETag", format!("\"{}\"", f.blob_id()))];
-    drop(st);
-    send_body(&mut conn, &body, range.as_deref(), &headers, false)
-}
 
 /// A tiny synthetic GGUF model's bytes.
 fn tiny_gguf() -> Vec<u8> {
@@ -290,7 +20,7 @@ fn tiny_gguf() -> Vec<u8> {
 }
 
 fn get(spec: &str, opts: &HubOptions) -> readout::Result<Resolved> {
-    resolve(&HubSpec::parse(spec).unwrap(), opts, &mut |_| {})
+    resolve(&HubSpec::parse(spec).unwrap(), opts, &mut |_| true)
 }
 
 /// The built CLI with the hub's variables pointing at `hub` and `cache` (and nothing else's).
@@ -463,7 +193,8 @@ fn a_download_cut_in_the_middle_resumes_with_a_range_request() {
 
     let mut progress = Vec::new();
     let r = resolve(&HubSpec::parse("hf:test/tiny").unwrap(), &hub.options(&cache), &mut |p| {
-        progress.push((p.done, p.total))
+        progress.push((p.done, p.total));
+        true
     })
     .unwrap();
     assert_eq!(r.files[0].fetched, Fetched::Downloaded { resumed_from: half });
@@ -485,6 +216,35 @@ fn a_download_cut_in_the_middle_resumes_with_a_range_request() {
     hub2.add("test/tiny", vec![HubFile { cuts: 1, ..HubFile::new("tiny.gguf", tiny_gguf(), true) }]);
     let cache2 = tmp.path().join("hub2");
     let r = get("hf:test/tiny", &HubOptions { retries: 1, ..hub2.options(&cache2) }).unwrap();
+    assert_eq!(readout::hash::sha256_file(&r.path).unwrap(), sha);
+}
+
+/// The caller stops a download part way (its progress callback answers `false`): a typed
+/// error, the bytes that arrived kept in the `.part` file, no lock file left, nothing in the
+/// snapshot; the next attempt resumes from there and the file checks out.
+#[test]
+fn a_download_stopped_by_its_caller_keeps_what_arrived_and_resumes() {
+    let hub = FakeHub::start();
+    let bytes = tiny_gguf();
+    let (len, sha) = (bytes.len() as u64, HubFile::new("t", bytes.clone(), true).sha256());
+    hub.add("test/tiny", vec![HubFile { slow: true, ..HubFile::new("tiny.gguf", bytes, true) }]);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("hub");
+    let spec = HubSpec::parse("hf:test/tiny").unwrap();
+    let err = resolve(&spec, &hub.options(&cache), &mut |p| p.done < len / 2).unwrap_err();
+    let Error::HubStopped { kept, total, part, .. } = &err else { panic!("{err}") };
+    assert_eq!(*total, len);
+    assert!(*kept > 0 && *kept < len, "{kept} of {len}");
+    assert_eq!(std::fs::metadata(part).unwrap().len(), *kept, "{err}");
+    assert!(err.to_string().contains("resumes"), "{err}");
+    let blobs = cache.join("models--test--tiny/blobs");
+    let left: Vec<String> =
+        std::fs::read_dir(&blobs).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, vec![format!("{sha}.part")], "only the partial file stays");
+    assert!(!cache.join("models--test--tiny/snapshots").join(COMMIT).join("tiny.gguf").exists());
+
+    let r = resolve(&spec, &hub.options(&cache), &mut |_| true).unwrap();
+    assert_eq!(r.files[0].fetched, Fetched::Downloaded { resumed_from: *kept });
     assert_eq!(readout::hash::sha256_file(&r.path).unwrap(), sha);
 }
 

@@ -11,6 +11,9 @@ mod common;
 mod crash_safety;
 mod determinism;
 mod engine;
+// The hub on loopback, shared with src-tauri's tests (which include it by path).
+#[path = "../fake_hub/mod.rs"]
+mod fake_hub;
 mod fidelity;
 mod fuzz_regressions;
 mod gemma3;
