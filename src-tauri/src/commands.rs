@@ -45,6 +45,11 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         derive_model,
         get_settings,
         set_settings,
+        set_chat_template,
+        chat_template_names,
+        catalogue,
+        pull_model,
+        cancel_pull,
         pick_file,
         write_text_file
     ]
@@ -417,7 +422,8 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
 }
 
 /// One model as the Models page and the model pickers show it (the contract in ui/README.md):
-/// its shape from the file's metadata, without loading the weights.
+/// its shape from the file's metadata, without loading the weights, and the name a person knows
+/// it by (`readout::models::name_of`, as `readout models` names it).
 #[derive(Debug, Serialize, TS)]
 pub struct ModelEntry {
     pub name: String,
@@ -426,6 +432,11 @@ pub struct ModelEntry {
     pub quantisation: String,
     pub parameters: u64,
     pub config: ModelConfig,
+    /// Whether the model carries a chat template of its own.
+    pub has_chat_template: bool,
+    /// The chat template chosen for it in the settings (a family's name or a Jinja file), which
+    /// wins over its own; absent: its own.
+    pub chat_template: Option<String>,
 }
 
 impl ModelEntry {
@@ -438,44 +449,189 @@ impl ModelEntry {
             quantisation,
             parameters: config.parameter_count(),
             config,
+            has_chat_template: true,
+            chat_template: None,
         }
     }
 }
 
-fn model_entry(path: &Path) -> Result<ModelEntry, String> {
+/// The entry of the model at `path`, with the chat template `settings` choose for it.
+fn model_entry(path: &Path, settings: &Settings) -> Result<ModelEntry, String> {
     let md = readout::engine::read_metadata(path).map_err(msg)?;
-    Ok(ModelEntry::new(md.name, path.to_path_buf(), md.quantisation, md.config))
+    let name = readout::models::name_of(path);
+    Ok(ModelEntry {
+        has_chat_template: md.has_chat_template,
+        chat_template: settings.chat_templates.get(path).cloned(),
+        ..ModelEntry::new(name, path.to_path_buf(), md.quantisation, md.config)
+    })
 }
 
-/// The default model and the models added through the dialog that can be read (a missing or
-/// broken file is left out of the list; adding it again shows why).
+/// The default model and the models added through the dialog or from the hub that can be read
+/// (a missing or broken file is left out of the list; adding it again shows why).
 #[tauri::command]
 pub fn list_models(state: State<'_, AppState>) -> Vec<ModelEntry> {
     let s = state.settings();
     let mut paths = vec![state.default_model()];
     paths.extend(s.models.iter().cloned());
     paths.dedup();
-    paths.iter().filter_map(|p| model_entry(p).ok()).collect()
+    paths.iter().filter_map(|p| model_entry(p, &s).ok()).collect()
 }
 
 /// Add a model: loaded once (off the main thread, so the window stays live while a large
-/// model loads), so that a model that cannot run is refused here with its reason.
+/// model loads), so that a model that cannot run is refused here with its reason. A model that
+/// only lacks a chat template is added all the same, for its row to choose one.
 #[tauri::command]
 pub async fn add_model<R: tauri::Runtime>(app: tauri::AppHandle<R>, path: PathBuf) -> Res<ModelEntry> {
     use tauri::Manager;
     tauri::async_runtime::spawn_blocking(move || {
         let state = app.state::<AppState>();
-        state.engine(Some(&path))?;
-        let entry = model_entry(&path)?;
-        let mut s = state.settings();
-        if !s.models.contains(&path) {
-            s.models.push(path);
-            state.save_settings(s)?;
+        let entry = model_entry(&path, &state.settings())?;
+        let needs_template = !entry.has_chat_template && entry.chat_template.is_none();
+        if !needs_template {
+            state.engine(Some(&path))?;
         }
+        remember_model(&state, &path)?;
         Ok(entry)
     })
     .await
     .map_err(msg)?
+}
+
+/// Keep `path` in the settings' list of models; it becomes the default when the default model
+/// is missing (an app with no model yet).
+fn remember_model(state: &AppState, path: &Path) -> Res<()> {
+    let mut s = state.settings();
+    let default_missing = !state.default_model().exists();
+    if s.models.iter().any(|m| m == path) && !default_missing {
+        return Ok(());
+    }
+    if !s.models.iter().any(|m| m == path) {
+        s.models.push(path.to_path_buf());
+    }
+    if default_missing {
+        s.default_model = Some(path.to_path_buf());
+    }
+    state.save_settings(s)
+}
+
+/// Choose the chat template a model is read with (`template`: a family's name or a Jinja file,
+/// as `--chat-template` takes them), or go back to the model's own (`None`). Checked before it
+/// is kept: a name Readout does not know, or a file it cannot read, is refused with the names.
+#[tauri::command]
+pub fn set_chat_template(state: State<'_, AppState>, path: PathBuf, template: Option<String>) -> Res<ModelEntry> {
+    let mut s = state.settings();
+    match template.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => {
+            let source: readout::template::TemplateSource = t.parse()?;
+            readout::template::choose(Some(&source), None, &path).map_err(crate::state::load_error)?;
+            s.chat_templates.insert(path.clone(), t.to_string());
+        }
+        None => {
+            s.chat_templates.remove(&path);
+        }
+    }
+    state.save_settings(s)?;
+    model_entry(&path, &state.settings())
+}
+
+/// The chat-template families Readout knows (llama.cpp's names), for the Models page to offer.
+#[tauri::command]
+pub fn chat_template_names() -> Vec<String> {
+    readout::template::NAMES.iter().map(|n| n.to_string()).collect()
+}
+
+/// A judge worth trying, from the library's catalogue (`readout models`), as the Models page
+/// offers it for download.
+#[derive(Debug, Serialize, TS)]
+pub struct CatalogueItem {
+    pub name: String,
+    /// What `pull_model` takes: `ORG/REPO:FILE`.
+    pub spec: String,
+    pub quantisation: String,
+    pub architecture: String,
+    /// The file's size (approximate for all but the default: see `size_basis`).
+    pub size_bytes: u64,
+    pub size_basis: String,
+    pub licence: String,
+    /// Whether this build's engine runs its architecture.
+    pub runs_here: bool,
+    /// The default model (the one an app with no model offers first).
+    pub default: bool,
+}
+
+#[tauri::command]
+pub fn catalogue() -> Vec<CatalogueItem> {
+    readout::models::CATALOGUE
+        .iter()
+        .map(|e| CatalogueItem {
+            name: e.name.into(),
+            spec: e.spec().trim_start_matches(readout::hub::PREFIX).to_string(),
+            quantisation: e.quantisation.into(),
+            architecture: e.architecture.into(),
+            size_bytes: e.size_bytes,
+            size_basis: e.size_basis.into(),
+            licence: e.licence.into(),
+            runs_here: e.runs_here(),
+            default: e.file == readout::DEFAULT_MODEL_FILE,
+        })
+        .collect()
+}
+
+/// A download's progress: `done` of `total` bytes of `file` (`done` starts at what an earlier,
+/// stopped download kept).
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct PullProgress {
+    pub file: String,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// Get a model from the Hugging Face hub (`ORG/REPO[@REVISION][:FILE]`, as `readout pull`) into
+/// the Hugging Face cache, with progress about ten times a second; `cancel_pull` stops it, and
+/// the bytes that arrived stay for the next attempt to resume. A model already in the cache
+/// makes no request. The model joins the list (the default when there is none) and its entry
+/// comes back.
+#[tauri::command]
+pub async fn pull_model<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
+    spec: String,
+    on_progress: Channel<PullProgress>,
+) -> Res<ModelEntry> {
+    use tauri::Manager;
+    tauri::async_runtime::spawn_blocking(move || {
+        pull(&app.state::<AppState>(), &spec, &mut |p| {
+            let _ = on_progress.send(p);
+        })
+    })
+    .await
+    .map_err(msg)?
+}
+
+/// What `pull_model` does, with the progress given to `send`.
+pub fn pull(state: &AppState, spec: &str, send: &mut dyn FnMut(PullProgress)) -> Res<ModelEntry> {
+    let spec = readout::hub::HubSpec::parse(spec.trim()).map_err(msg)?;
+    let opts = state.hub.clone().ok_or("no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME")?;
+    let cancel = state.pull_cancel.clone();
+    cancel.store(false, Ordering::SeqCst);
+    let every = std::time::Duration::from_millis(100);
+    let mut last: Option<std::time::Instant> = None;
+    let resolved = readout::hub::resolve(&spec, &opts, &mut |p| {
+        if p.done == p.total || last.is_none_or(|t| t.elapsed() >= every) {
+            last = Some(std::time::Instant::now());
+            send(PullProgress { file: p.file.to_string(), done: p.done, total: p.total });
+        }
+        !cancel.load(Ordering::SeqCst)
+    })
+    .map_err(msg)?;
+    let entry = model_entry(&resolved.path, &state.settings())?;
+    remember_model(state, &resolved.path)?;
+    Ok(entry)
+}
+
+/// Stop the download from the hub (it stops at its next chunk).
+#[tauri::command]
+pub fn cancel_pull(state: State<'_, AppState>) {
+    state.pull_cancel.store(true, Ordering::SeqCst);
 }
 
 /// Settings as the UI shows them, with the device of the model held (read-only; absent until a

@@ -5,7 +5,8 @@
 //! fails when what is committed there differs.
 
 use crate::commands::{
-    DeriveRequest, EvalSetEntry, Example, ModelEntry, ResultEntry, RunRequest, ScoreProgress, SettingsView, TextIn,
+    CatalogueItem, DeriveRequest, EvalSetEntry, Example, ModelEntry, PullProgress, ResultEntry, RunRequest,
+    ScoreProgress, SettingsView, TextIn,
 };
 use crate::state::Settings;
 use readout::derive::Derivation;
@@ -41,5 +42,7 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     ModelEntry::export_all(cfg)?;
     Derivation::export_all(cfg)?;
     SettingsView::export_all(cfg)?;
+    CatalogueItem::export_all(cfg)?;
+    PullProgress::export_all(cfg)?;
     Ok(())
 }

@@ -1,10 +1,14 @@
 //! What the app keeps between commands: settings (persisted as JSON), the loaded model, the
-//! cancel flag of the running evaluation and its last result.
+//! cancel flags of the running evaluation and of the download from the hub, the last result,
+//! and where the hub and its cache are.
 
 use readout::device::DeviceRequest;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
+use readout::hub::HubOptions;
 use readout::results::ResultFile;
+use readout::template::TemplateSource;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -21,8 +25,12 @@ pub struct Settings {
     pub device: String,
     /// CPU threads; all cores when unset.
     pub threads: Option<usize>,
-    /// Models added through the dialog.
+    /// Models added through the dialog or downloaded from the hub.
     pub models: Vec<PathBuf>,
+    /// The chat template each model is read with, when it is not the model's own: a family's
+    /// name (`gemma`, `chatml`, …: `readout::template::NAMES`) or a Jinja file's path, as the
+    /// CLI's `--chat-template` takes it.
+    pub chat_templates: BTreeMap<PathBuf, String>,
 }
 
 impl Default for Settings {
@@ -33,6 +41,7 @@ impl Default for Settings {
             device: "auto".into(),
             threads: None,
             models: vec![],
+            chat_templates: BTreeMap::new(),
         }
     }
 }
@@ -50,14 +59,19 @@ pub fn default_bench_dir() -> PathBuf {
             return dir.canonicalize().unwrap_or(dir);
         }
     }
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from);
-    home.unwrap_or_else(std::env::temp_dir).join("Documents").join("Readout").join("results")
+    home_dir().unwrap_or_else(std::env::temp_dir).join("Documents").join("Readout").join("results")
 }
 
-/// The app's state, shared by every command.
-/// What an engine was loaded with: the model's path, the device asked for, the thread count.
-pub type EngineKey = (PathBuf, DeviceRequest, Option<usize>);
+/// The user's home folder.
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from)
+}
 
+/// What an engine was loaded with: the model's path, the device asked for, the thread count and
+/// the chat template named for it.
+pub type EngineKey = (PathBuf, DeviceRequest, Option<usize>, Option<String>);
+
+/// The app's state, shared by every command.
 pub struct AppState {
     pub settings_path: PathBuf,
     /// The app's own data folder (the bundled eval set is written here): the platform's app data
@@ -67,6 +81,11 @@ pub struct AppState {
     /// The model held: its path, device and thread count, and the engine.
     pub engine: Mutex<Option<(EngineKey, Arc<Engine>)>>,
     pub cancel: Arc<AtomicBool>,
+    /// Set by `cancel_pull`: the download from the hub stops at its next chunk.
+    pub pull_cancel: Arc<AtomicBool>,
+    /// The hub and its cache (from the hub's environment variables, as the CLI reads them);
+    /// `None` when no cache folder can be named.
+    pub hub: Option<HubOptions>,
     pub last_result: Mutex<Option<ResultFile>>,
     /// Paths a save dialog returned since the app started: with the results folder, the only
     /// places the shell writes a file the page names (`AppState::check_writable`).
@@ -87,9 +106,16 @@ impl AppState {
             settings: Mutex::new(settings),
             engine: Mutex::new(None),
             cancel: Arc::new(AtomicBool::new(false)),
+            pull_cancel: Arc::new(AtomicBool::new(false)),
+            hub: HubOptions::from_vars(&|name| std::env::var(name).ok(), home_dir()),
             last_result: Mutex::new(None),
             picked: Mutex::new(Default::default()),
         }
+    }
+
+    /// The same state with the hub and its cache given (tests: a hub on loopback).
+    pub fn with_hub(self, hub: HubOptions) -> Self {
+        AppState { hub: Some(hub), ..self }
     }
 
     /// Remember a path the user chose in a dialog.
@@ -152,16 +178,34 @@ impl AppState {
         let settings = self.settings();
         let path = model.map(Path::to_path_buf).unwrap_or_else(|| self.default_model());
         let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
-        let key = (path, device, settings.threads);
+        let template = settings.chat_templates.get(&path).cloned();
+        let key = (path, device, settings.threads, template);
         let mut held = self.engine.lock().map_err(|_| "the model lock was poisoned; restart the app".to_string())?;
         if let Some((k, e)) = held.as_ref() {
             if *k == key {
                 return Ok(e.clone());
             }
         }
-        let opts = LoadOptions { device, matmul: MatmulPath::Dense, threads: settings.threads, ..Default::default() };
-        let engine = Arc::new(Engine::load(&key.0, &opts).map_err(|e| e.to_string())?);
+        let chat_template = match key.3.as_deref().map(str::parse::<TemplateSource>) {
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => return Err(e),
+            None => None,
+        };
+        let opts = LoadOptions { device, matmul: MatmulPath::Dense, threads: settings.threads, chat_template, ..Default::default() };
+        let engine = Arc::new(Engine::load(&key.0, &opts).map_err(load_error)?);
         *held = Some((key, engine.clone()));
         Ok(engine)
+    }
+}
+
+/// A model that cannot be loaded, in the app's words: the library's message, except that a model
+/// without a chat template is told how to choose one here (the library names the CLI's flag).
+pub fn load_error(e: readout::Error) -> String {
+    match e {
+        readout::Error::NoChatTemplate { path, detail, names } => format!(
+            "{}: {detail}. Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of {names} (llama.cpp's names), or a Jinja file.",
+            path.display()
+        ),
+        e => e.to_string(),
     }
 }

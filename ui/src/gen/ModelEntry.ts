@@ -3,6 +3,16 @@ import type { ModelConfig } from "./ModelConfig";
 
 /**
  * One model as the Models page and the model pickers show it (the contract in ui/README.md):
- * its shape from the file's metadata, without loading the weights.
+ * its shape from the file's metadata, without loading the weights, and the name a person knows
+ * it by (`readout::models::name_of`, as `readout models` names it).
  */
-export type ModelEntry = { name: string, path: string, architecture: string, quantisation: string, parameters: number, config: ModelConfig, };
+export type ModelEntry = { name: string, path: string, architecture: string, quantisation: string, parameters: number, config: ModelConfig, 
+/**
+ * Whether the model carries a chat template of its own.
+ */
+has_chat_template: boolean, 
+/**
+ * The chat template chosen for it in the settings (a family's name or a Jinja file), which
+ * wins over its own; absent: its own.
+ */
+chat_template: string | null, };

@@ -31,6 +31,12 @@ device: string,
  */
 threads: number | null, 
 /**
- * Models added through the dialog.
+ * Models added through the dialog or downloaded from the hub.
  */
-models: Array<string>, };
+models: Array<string>, 
+/**
+ * The chat template each model is read with, when it is not the model's own: a family's
+ * name (`gemma`, `chatml`, …: `readout::template::NAMES`) or a Jinja file's path, as the
+ * CLI's `--chat-template` takes it.
+ */
+chatTemplates: { [key in string]: string }, };
