@@ -704,6 +704,7 @@ pub async fn pick_file<R: tauri::Runtime>(
         "evalset" => d.add_filter("Eval set", &["jsonl"]),
         "result_save" => d.add_filter("Result file", &["json"]),
         "model_gguf" => d.add_filter("GGUF model", &["gguf"]),
+        "chat_template" => d.add_filter("Jinja chat template", &["jinja", "j2", "txt"]),
         "export_csv" => d.add_filter("CSV", &["csv"]),
         "export_json" => d.add_filter("JSON", &["json"]),
         _ => d,

@@ -437,6 +437,9 @@ fn a_bundled_set_that_cannot_be_written_is_listed_with_why() {
 #[serde(rename_all = "camelCase")]
 struct MockFixtures {
     models: Vec<readout_app_lib::commands::ModelEntry>,
+    /// The library's catalogue of judges and its chat-template families, as the shell gives them.
+    catalogue: Vec<readout_app_lib::commands::CatalogueItem>,
+    chat_template_names: Vec<String>,
     derivations: Vec<MockDerivation>,
     /// The metrics of each bundled run cut after every 24 rows, as a stopped run has them.
     partials: Vec<MockPartial>,
@@ -536,9 +539,21 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
         ("Qwen3-4B Q4_K_M", "/home/me/models/Qwen3-4B-Q4_K_M.gguf", "Q4_K", "qwen3-4b"),
     ]
     .into_iter()
-    .map(|(name, path, quant, shape)| {
-        ModelEntry::new(name.into(), path.into(), quant.into(), shape_config(shape).unwrap())
+    .map(|(_, path, quant, shape)| {
+        // Named as the shell names them (the catalogue's name, else the file's).
+        let name = readout::models::name_of(std::path::Path::new(path));
+        ModelEntry::new(name, path.into(), quant.into(), shape_config(shape).unwrap())
     })
+    .chain(std::iter::once(ModelEntry {
+        // A base model: no chat template of its own.
+        has_chat_template: false,
+        ..ModelEntry::new(
+            "gemma3-270m".into(),
+            "/home/me/models/gemma-3-270m-q4_k_m.gguf".into(),
+            "Q4_K".into(),
+            shape_config("gemma3-270m").unwrap(),
+        )
+    }))
     .collect();
     let mut derivations = Vec::new();
     for m in &models {
@@ -568,7 +583,9 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
         }
     }
     assert_eq!(comparisons.len(), 4);
-    let mock = MockFixtures { models, derivations, partials, comparisons };
+    let catalogue = readout_app_lib::commands::catalogue();
+    let chat_template_names = readout_app_lib::commands::chat_template_names();
+    let mock = MockFixtures { models, catalogue, chat_template_names, derivations, partials, comparisons };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }

@@ -8,6 +8,7 @@ import type { DeriveRequest } from './gen/DeriveRequest';
 import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
 import type { Settings as ShellSettings } from './gen/Settings';
 import type {
+  CatalogueItem,
   Comparison,
   DebiasMode,
   Derivation,
@@ -16,6 +17,7 @@ import type {
   ModelEntry,
   PickKind,
   Progress,
+  PullProgress,
   ResultEntry,
   ResultFile,
   Rubric,
@@ -54,6 +56,15 @@ export interface Backend {
   compareResults(a: string, b: string): Promise<Comparison>;
   listModels(): Promise<ModelEntry[]>;
   addModel(path: string): Promise<ModelEntry>;
+  /** Chooses the chat template a model is read with (a family's name or a Jinja file), or its own (null). */
+  setChatTemplate(path: string, template: string | null): Promise<ModelEntry>;
+  /** The chat-template families the library knows (llama.cpp's names). */
+  chatTemplateNames(): Promise<string[]>;
+  /** The library's catalogue of judges worth trying, on the hub. */
+  catalogue(): Promise<CatalogueItem[]>;
+  /** Downloads `ORG/REPO[@REVISION][:FILE]` from the hub into its cache, reporting bytes; stopped by `cancelPull` (what arrived is kept, the next pull resumes). The model joins the list. */
+  pullModel(spec: string, onProgress: (p: PullProgress) => void): Promise<ModelEntry>;
+  cancelPull(): Promise<void>;
   /** The library's DERIVED figures of a model (`readout derive`), from its shape alone. */
   deriveModel(req: DeriveRequest): Promise<Derivation>;
   getSettings(): Promise<Settings>;
@@ -91,6 +102,11 @@ const tauriBackend: Backend = {
   compareResults: (a, b) => invoke<Comparison>('compare_results', { a, b }),
   listModels: () => invoke<ModelEntry[]>('list_models'),
   addModel: (path) => invoke<ModelEntry>('add_model', { path }),
+  setChatTemplate: (path, template) => invoke<ModelEntry>('set_chat_template', { path, template }),
+  chatTemplateNames: () => invoke<string[]>('chat_template_names'),
+  catalogue: () => invoke<CatalogueItem[]>('catalogue'),
+  pullModel: (spec, onProgress) => invoke<ModelEntry>('pull_model', { spec, onProgress: new Channel<PullProgress>(onProgress) }),
+  cancelPull: () => invoke<void>('cancel_pull'),
   deriveModel: (request) => invoke<Derivation>('derive_model', { request: strip(request) satisfies DeriveRequest }),
   // The shell keeps `threads` unset for all cores (null); the UI shows 0.
   getSettings: async () => fromShell(await invoke<Settings>('get_settings')),
@@ -144,6 +160,11 @@ export const compareResults = call('compareResults');
 export const listModels = call('listModels');
 export const addModel = call('addModel');
 export const deriveModel = call('deriveModel');
+export const setChatTemplate = call('setChatTemplate');
+export const chatTemplateNames = call('chatTemplateNames');
+export const catalogue = call('catalogue');
+export const pullModel = call('pullModel');
+export const cancelPull = call('cancelPull');
 export const getSettings = call('getSettings');
 export const setSettings = call('setSettings');
 export const pickFile = call('pickFile');

@@ -1,12 +1,13 @@
 // The shell of the page: left navigation, four pages kept alive (a run goes on while you look
 // elsewhere), and the models and settings shared by the pages.
 import { useEffect, useState } from 'preact/hooks';
-import { errorMessage, getSettings, inTauri, listModels, setSettings } from './api';
+import { cancelPull, catalogue as getCatalogue, errorMessage, getSettings, inTauri, listModels, pullModel, setSettings } from './api';
+import { FirstStart, isStopped, type PullState } from './components/Pull';
 import { EvaluatePage } from './pages/Evaluate';
 import { type ModelsState, ModelsPage, type SettingsState } from './pages/Models';
 import { ResultsPage } from './pages/Results';
 import { ScorePage } from './pages/Score';
-import type { Settings } from './types';
+import type { CatalogueItem, Settings } from './types';
 
 const PAGES = [
   { id: 'score', label: 'Score', hint: 'Answer questions about texts' },
@@ -26,6 +27,9 @@ export function App() {
   const [models, setModels] = useState<ModelsState>({ status: 'loading' });
   const [settings, setSettingsState] = useState<SettingsState>({ status: 'loading' });
   const [resultsRefresh, setResultsRefresh] = useState(0);
+  const [catalogue, setCatalogue] = useState<CatalogueItem[]>([]);
+  // One download from the hub at a time, shared by the first-start offer and the Models page.
+  const [pull, setPull] = useState<PullState>({ status: 'idle' });
 
   useEffect(() => {
     const onHash = () => setPage(pageFromHash());
@@ -69,7 +73,27 @@ export function App() {
   useEffect(() => {
     void reloadModels();
     void reloadSettings();
+    getCatalogue().then(setCatalogue, () => setCatalogue([]));
   }, []);
+
+  async function startPull(spec: string) {
+    setPull({ status: 'pulling', spec, progress: null, cancelling: false });
+    try {
+      const model = await pullModel(spec, (progress) => setPull((p) => (p.status === 'pulling' ? { ...p, progress } : p)));
+      setPull({ status: 'done', spec, model });
+      void reloadModels();
+      void refreshDevice();
+    } catch (e) {
+      const message = errorMessage(e);
+      setPull(isStopped(message) ? { status: 'stopped', spec, message } : { status: 'error', spec, message });
+    }
+  }
+  async function stopPull() {
+    setPull((p) => (p.status === 'pulling' ? { ...p, cancelling: true } : p));
+    await cancelPull();
+  }
+  // No model at all (an installed app's first start): offer the catalogue's default, until one is there.
+  const noModel = models.status === 'ready' && models.list.length === 0;
 
   const modelList = models.status === 'ready' ? models.list : [];
   const s = settings.status === 'ready' ? settings.settings : undefined;
@@ -106,6 +130,7 @@ export function App() {
         </div>
       </nav>
       <main class="main">
+        {noModel && page !== 'models' && <FirstStart item={catalogue.find((c) => c.default)} pull={pull} onPull={startPull} onCancel={stopPull} />}
         <div hidden={page !== 'score'}>
           <ScorePage models={modelList} defaultModel={s?.defaultModel} onModelUsed={refreshDevice} />
         </div>
@@ -116,7 +141,17 @@ export function App() {
           <ResultsPage benchDir={s?.benchDir} refresh={resultsRefresh} active={page === 'results'} />
         </div>
         <div hidden={page !== 'models'}>
-          <ModelsPage models={models} settings={settings} reloadModels={reloadModels} reloadSettings={reloadSettings} applySettings={applySettings} />
+          <ModelsPage
+            models={models}
+            settings={settings}
+            reloadModels={reloadModels}
+            reloadSettings={reloadSettings}
+            applySettings={applySettings}
+            catalogue={catalogue}
+            pull={pull}
+            onPull={startPull}
+            onCancelPull={stopPull}
+          />
         </div>
       </main>
     </div>

@@ -12,6 +12,8 @@
 //   ?fail=a,b        the named commands fail (e.g. fail=list_results,list_models,add_model)
 //   ?badset=1        the eval-set folder also holds a set that cannot be read (line 2, `options`)
 //   ?fallback=1      the model runs on the CPU because the GPU could not be used (the engine's reason)
+//   (with ?empty=1 the app has no model at all: the first-start offer shows; a download from the
+//    hub takes ~2 s, ~12 s with ?slow=1, and pulls the catalogue's models only)
 // and inputs that fail the way the real backend does:
 //   a text containing FAIL           → score_texts fails (prompt longer than the context)
 //   an eval set whose path ends bad.jsonl → run_eval refuses the set (line 2, field `options`)
@@ -71,7 +73,17 @@ const runFor = (debias: DebiasMode) => (debias === 'none' ? RUNS[1] : RUNS[0]);
 
 // ---- models (made by the library from their published shapes) ----
 
-const [SMOLLM2, QWEN3_06B, QWEN3_4B] = FIXTURES.models;
+const [SMOLLM2, QWEN3_06B, QWEN3_4B, GEMMA3_270M] = FIXTURES.models;
+
+/** The shell's refusal of a model without a chat template (`state::load_error`). */
+const noTemplateMessage = (path: string) =>
+  `${path}: the model carries no chat template (a base model?). Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+
+/** Where the mock's hub cache keeps a pulled file. */
+const cachePath = (spec: string) => {
+  const [repo, file] = spec.split(':');
+  return `/home/me/.cache/huggingface/hub/models--${repo.replace('/', '--')}/snapshots/0123456789abcdef0123456789abcdef01234567/${file}`;
+};
 
 // ---- scoring texts ----
 
@@ -182,8 +194,17 @@ export function createMockBackend(): Backend {
     deviceInUse: 'cpu (2 threads)',
     deviceFallback: FALLBACK ? 'CUDA not usable (the CUDA driver (libcuda.so) was not found); running on CPU' : null,
     models: [],
+    chatTemplates: {},
   };
-  const models: ModelEntry[] = EMPTY ? [] : [SMOLLM2, QWEN3_06B];
+  const models: ModelEntry[] = EMPTY ? [] : [clone(SMOLLM2), clone(QWEN3_06B), clone(GEMMA3_270M)];
+  /** Bytes a stopped download kept, by spec (the next pull resumes from there). */
+  const kept = new Map<string, number>();
+  let pull: { cancelled: boolean } | null = null;
+  /** A model that cannot be read without a chat template chosen for it. */
+  const needsTemplate = (path: string | undefined) => {
+    const m = models.find((x) => x.path === (path ?? settings.defaultModel));
+    return !!m && !m.has_chat_template && !m.chat_template;
+  };
   const results = new Map<string, Held>();
   if (!EMPTY) {
     for (const r of RUNS) results.set(`bench/results/${fileName(r.file)}`, { file: r.file, from: r.debias });
@@ -225,6 +246,7 @@ export function createMockBackend(): Backend {
       failIf('score_texts', 'tensor computation failed: mock failure');
       checkRubric(req.rubric, 'rubric');
       if (req.texts.length === 0) throw 'texts: nothing to score; paste a text or open a file';
+      if (needsTemplate(req.model)) throw noTemplateMessage(req.model ?? settings.defaultModel);
       const checked = req.debias !== 'none';
       // Checked first, as the shell refuses a text before scoring any.
       req.texts.forEach((t, index) => {
@@ -406,6 +428,70 @@ export function createMockBackend(): Backend {
       return clone(m);
     },
 
+    async setChatTemplate(path, template) {
+      await latency(60);
+      const m = models.find((x) => x.path === path);
+      if (!m) throw `${path}: No such file or directory (os error 2)`;
+      if (template && !FIXTURES.chatTemplateNames.includes(template) && !template.includes('/')) {
+        throw `${path}: \`${template}\` is neither a chat template Readout knows nor a readable file (No such file or directory (os error 2)). Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+      }
+      m.chat_template = template || null;
+      const chatTemplates = { ...settings.chatTemplates };
+      if (template) chatTemplates[path] = template;
+      else delete chatTemplates[path];
+      settings = { ...settings, chatTemplates };
+      return clone(m);
+    },
+
+    async chatTemplateNames() {
+      await latency(20);
+      return [...FIXTURES.chatTemplateNames];
+    },
+
+    async catalogue() {
+      await latency(40);
+      failIf('catalogue', 'the catalogue could not be read');
+      return clone(FIXTURES.catalogue);
+    },
+
+    async pullModel(spec, onProgress) {
+      await latency(200);
+      failIf('pull_model', `hf:${spec}: cannot reach https://huggingface.co (Dns Failed: resolve dns name 'huggingface.co:443'); check the network, or use --offline`);
+      if (!/^[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+(@[A-Za-z0-9._/-]+)?(:.+)?$/.test(spec)) {
+        throw `\`${spec}\` is not a hub model: the repository must be ORG/NAME (letters, digits, \`-\`, \`_\`, \`.\`); write ORG/REPO, ORG/REPO@REVISION, ORG/REPO:FILE or ORG/REPO@REVISION:FILE (e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf)`;
+      }
+      const item = FIXTURES.catalogue.find((e) => e.spec === spec || e.spec.split(':')[0] === spec);
+      if (!item) {
+        throw `repository ${spec.split(/[@:]/)[0]} is not on the hub (https://huggingface.co): check its name (ORG/REPO, as in the address of its page); a private repository needs HF_TOKEN (the browser mock has the catalogue's repositories only)`;
+      }
+      const file = item.spec.split(':')[1];
+      const total = item.size_bytes;
+      const me = { cancelled: false };
+      pull = me;
+      const ticks = SLOW ? 120 : 20;
+      let done = kept.get(item.spec) ?? 0;
+      for (let i = 0; i < ticks && done < total; i++) {
+        if (me.cancelled) {
+          kept.set(item.spec, done);
+          const part = `/home/me/.cache/huggingface/hub/models--${item.spec.split(':')[0].replace('/', '--')}/blobs/${file}.part`;
+          throw `hf:${item.spec}: the download of ${file} was stopped after ${done} of ${total} bytes; they are kept in ${part}, and getting hf:${item.spec} again resumes from there`;
+        }
+        done = Math.min(total, done + Math.ceil(total / ticks));
+        onProgress({ file, done, total });
+        await sleep(100);
+      }
+      kept.delete(item.spec);
+      // The default model is the fixture with its figures; another is named as the catalogue names it.
+      const m: ModelEntry = item.default ? clone(SMOLLM2) : { ...clone(QWEN3_4B), name: item.name, path: cachePath(item.spec) };
+      if (!models.some((x) => x.path === m.path)) models.push(m);
+      if (!models.some((x) => x.path === settings.defaultModel)) settings = { ...settings, defaultModel: m.path };
+      return clone(m);
+    },
+
+    async cancelPull() {
+      if (pull) pull.cancelled = true;
+    },
+
     async deriveModel(req) {
       await latency(60);
       failIf('derive_model', `${req.model}: No such file or directory (os error 2)`);
@@ -447,6 +533,7 @@ export function createMockBackend(): Backend {
         results_dir: 'bench/results',
         model_gguf: QWEN3_4B.path,
         model_dir: QWEN3_06B.path,
+        chat_template: '/home/me/templates/base.jinja',
         export_csv: `/home/me/${defaultName ?? 'answers.csv'}`,
         export_json: `/home/me/${defaultName ?? 'answers.json'}`,
       };

@@ -16,6 +16,8 @@ import type { DebiasMode } from './gen/DebiasMode';
 import type { Mode } from './gen/Mode';
 
 export type { Bin } from './gen/Bin';
+export type { CatalogueItem } from './gen/CatalogueItem';
+export type { PullProgress } from './gen/PullProgress';
 export type { Comparison } from './gen/Comparison';
 export type { Confusion } from './gen/Confusion';
 export type { CriterionResult } from './gen/CriterionResult';
@@ -95,5 +97,6 @@ export type PickKind =
   | 'results_dir' // choose a folder
   | 'model_gguf' // open *.gguf
   | 'model_dir' // choose a folder (Hugging Face layout)
+  | 'chat_template' // open *.jinja
   | 'export_csv' // save *.csv
   | 'export_json'; // save *.json

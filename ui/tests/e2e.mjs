@@ -351,7 +351,7 @@ export const tests = [
     async run({ page, url, shot }) {
       await page.goto(url('', 'models'));
       await visible(page, '[data-testid="models-table"]');
-      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2-135M-Instruct\s+default/);
+      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2 135M Instruct \(Q4_1\)\s+default/);
       assert.equal(await text(page, '[data-testid="device-in-use"]'), 'cpu (2 threads)');
       assert.equal(await page.locator('[data-testid="device-fallback"]').count(), 0, 'no fallback shown when there is none');
       const derived = page.locator('[data-testid="derived-panel"]');
@@ -374,11 +374,89 @@ export const tests = [
       await shows('derived-flops', '311,164,928');
       await shot('models-derived');
       await page.click('[data-testid="add-gguf"]');
-      await visible(page, 'text=Added Qwen3-4B Q4_K_M.');
-      assert.equal(await page.locator('[data-testid="models-table"] tbody tr').count(), 3);
+      await visible(page, 'text=Added Qwen3 4B (Q4_K_M).');
+      assert.equal(await page.locator('[data-testid="models-table"] tbody tr').count(), 4);
       await shot('models-done');
       await page.getByRole('button', { name: 'Make default' }).first().click();
       await visible(page, 'text=is now the default model.');
+    },
+  },
+  {
+    name: 'first start: no model at all; the default is offered, downloaded with progress, stopped and resumed',
+    async run({ page, url, shot }) {
+      await page.goto(url('empty=1'));
+      await visible(page, '[data-testid="first-start"] [data-testid="get-default"]');
+      assert.match(await text(page, '[data-testid="first-start"]'), /The default judge is SmolLM2 135M Instruct \(Q4_1\): about 98\.4 MB from the Hugging Face hub \(QuantFactory\/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct\.Q4_1\.gguf, Apache-2\.0\)/);
+      assert.equal(await text(page, '[data-testid="get-default"]'), 'Get SmolLM2 135M Instruct (Q4_1)');
+      await shot('first-start');
+      await page.click('[data-testid="get-default"]');
+      await visible(page, '[data-testid="pull-bytes"]');
+      assert.match(await text(page, '[data-testid="pull-bytes"]'), /^[\d.]+ MB of 98\.4 MB$/);
+      await shot('first-start-downloading');
+      await page.click('[data-testid="cancel-pull"]');
+      await visible(page, '[data-testid="pull-stopped"]');
+      const stopped = await text(page, '[data-testid="pull-stopped"]');
+      assert.match(stopped, /^Download stopped\. hf:QuantFactory\/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct\.Q4_1\.gguf: the download of SmolLM2-135M-Instruct\.Q4_1\.gguf was stopped after \d+ of 98362432 bytes; they are kept in .+\.part, and getting .+ again resumes from there/);
+      const kept = Number(stopped.match(/after (\d+) of/)[1]);
+      assert.ok(kept > 0 && kept < 98362432, `${kept}`);
+      await shot('first-start-stopped');
+      // Resumed: it starts from what was kept.
+      await page.click('[data-testid="pull-resume"]');
+      await visible(page, '[data-testid="pull-bytes"]');
+      await page.locator('[data-testid="first-start"]').waitFor({ state: 'detached' });
+      await go(page, 'models');
+      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2 135M Instruct \(Q4_1\)\s+default/);
+      await visible(page, '[data-testid="pull-done"]');
+      assert.match(await text(page, '[data-testid="pull-done"]'), /Downloaded SmolLM2 135M Instruct \(Q4_1\) into the Hugging Face cache/);
+    },
+  },
+  {
+    name: 'models: a model from the hub by id or from the catalogue; a chat template for a base model',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'models'));
+      await visible(page, '[data-testid="catalogue-table"]');
+      assert.equal(await page.locator('[data-testid="catalogue-row"]').count(), 6);
+      // A malformed id: the library's words.
+      await page.fill('#hub-spec', 'no-slash');
+      await page.click('[data-testid="pull-spec"]');
+      await visible(page, '[data-testid="pull-error"]');
+      assert.match(await text(page, '[data-testid="pull-error"]'), /`no-slash` is not a hub model: the repository must be ORG\/NAME/);
+      await shot('models-hub-error');
+      // From the catalogue, with progress, into the list.
+      await page.click('[data-testid="pull-catalogue"][data-spec="Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf"]');
+      await visible(page, '[data-testid="pull-bytes"]');
+      assert.ok(await page.locator('[data-testid="pull-catalogue"]').first().isDisabled(), 'one download at a time');
+      await shot('models-hub-downloading');
+      await visible(page, '[data-testid="pull-done"]');
+      await page.waitForFunction(() => document.querySelector('[data-testid="models-table"]')?.textContent?.includes('Qwen3 0.6B (Q8_0)'));
+      // The base model: refused on the Score page with how to choose a template, then chosen here.
+      const gemma = '/home/me/models/gemma-3-270m-q4_k_m.gguf';
+      const row = page.locator(`[data-testid="model-row"][data-path="${gemma}"]`);
+      await visible(page, `[data-testid="model-row"][data-path="${gemma}"] [data-testid="needs-template"]`);
+      assert.equal(await row.locator('[data-testid="chat-template"]').inputValue(), '');
+      await shot('models-needs-template');
+      await go(page, 'score');
+      await page.fill('#texts', 'I was charged twice this month, please refund one of them.');
+      await page.getByRole('button', { name: 'Open a saved rubric…' }).click();
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.selectOption('#score-model', gemma);
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-results"] [data-testid="error-message"]');
+      assert.match(await text(page, '[data-testid="score-results"] [data-testid="error-message"]'), /the model carries no chat template \(a base model\?\)\. Choose the chat template to read it with on the Models page \(Chat template, in the model's row\): one of chatml, gemma,/);
+      await go(page, 'models');
+      await row.locator('[data-testid="chat-template"]').selectOption('gemma');
+      await visible(page, 'text=gemma3-270m is read with the chat template gemma.');
+      await row.locator('[data-testid="needs-template"]').waitFor({ state: 'detached' });
+      assert.equal(await row.locator('[data-testid="chat-template"]').inputValue(), 'gemma');
+      await shot('models-template-chosen');
+      await go(page, 'score');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      // A Jinja file instead (the dialog's answer), then back to none.
+      await go(page, 'models');
+      await row.locator('[data-testid="chat-template"]').selectOption('__file__');
+      await visible(page, 'text=is read with the chat template /home/me/templates/base.jinja.');
+      assert.equal(await row.locator('[data-testid="chat-template"]').inputValue(), '/home/me/templates/base.jinja');
     },
   },
   {

@@ -1,9 +1,12 @@
-// Models: what the app knows, the device, and DERIVED figures of the output layer (LM head).
+// Models: what the app knows (each with the chat template it is read with), models from the
+// Hugging Face hub (by id, or the library's catalogue), the device, and DERIVED figures of the
+// output layer (LM head).
 import { useEffect, useState } from 'preact/hooks';
-import { addModel, deriveModel, errorMessage, pickFile } from '../api';
+import { addModel, chatTemplateNames, deriveModel, errorMessage, pickFile, setChatTemplate } from '../api';
+import { PullStatus, type PullState } from '../components/Pull';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { bytes, int, pct, si } from '../lib/format';
-import type { Derivation, Device, ModelEntry, Settings } from '../types';
+import type { CatalogueItem, Derivation, Device, ModelEntry, Settings } from '../types';
 
 export type ModelsState = { status: 'loading' } | { status: 'ready'; list: ModelEntry[] } | { status: 'error'; message: string };
 export type SettingsState = { status: 'loading' } | { status: 'ready'; settings: Settings } | { status: 'error'; message: string };
@@ -155,13 +158,130 @@ function Derived(props: { models: ModelEntry[] }) {
   );
 }
 
+/** Get a model from the hub: by its id, or one of the catalogue's judges. */
+function HubCard(props: { catalogue: CatalogueItem[]; pull: PullState; onPull: (spec: string) => void; onCancel: () => void }) {
+  const [spec, setSpec] = useState('');
+  const busy = props.pull.status === 'pulling';
+  const last = props.pull.status === 'idle' ? null : props.pull.spec;
+  const retry = last && (props.pull.status === 'stopped' || props.pull.status === 'error') ? () => props.onPull(last) : undefined;
+  return (
+    <Card title="Get a model from the Hugging Face hub" testid="hub-card">
+      <p class="muted">
+        Downloaded into the Hugging Face cache (where other tools find it, and where files they downloaded are reused), each file checked against the hub's checksum. A stopped
+        download keeps what arrived and resumes from there. The same as <span class="mono">readout pull</span>.
+      </p>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (spec.trim()) props.onPull(spec.trim());
+        }}
+      >
+        <label for="hub-spec" class="sr-only">
+          Hub model
+        </label>
+        <input id="hub-spec" class="grow mono" placeholder="ORG/REPO[@REVISION][:FILE], e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf" value={spec} onInput={(e) => setSpec(e.currentTarget.value)} />
+        <button type="submit" data-testid="pull-spec" disabled={busy || !spec.trim()}>
+          Download
+        </button>
+      </form>
+      <PullStatus pull={props.pull} onCancel={props.onCancel} onRetry={retry} />
+      {props.catalogue.length > 0 && (
+        <>
+          <h3 class="sub">Judges worth trying</h3>
+          <div class="scroll-x">
+            <table class="table catalogue" data-testid="catalogue-table">
+              <thead>
+                <tr>
+                  <th>judge</th>
+                  <th class="num">file size (≈)</th>
+                  <th>licence</th>
+                  <th>on the hub</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {props.catalogue.map((c) => (
+                  <tr key={c.spec} data-testid="catalogue-row" data-spec={c.spec}>
+                    <td class="nowrap">
+                      <strong>{c.name}</strong> {c.default && <Badge kind="info">default</Badge>}
+                    </td>
+                    <td class="num" title={c.size_basis}>
+                      {bytes(c.size_bytes)}
+                    </td>
+                    <td>{c.licence}</td>
+                    <td class="mono small">{c.spec}</td>
+                    <td>
+                      <button
+                        type="button"
+                        class="secondary small"
+                        data-testid="pull-catalogue"
+                        data-spec={c.spec}
+                        disabled={busy || !c.runs_here}
+                        title={c.runs_here ? undefined : `This build's engine does not run ${c.architecture}.`}
+                        onClick={() => props.onPull(c.spec)}
+                      >
+                        Download
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <p class="muted small">Sizes are approximate (hover one to see how it is known); no accuracy is claimed for these judges: run an evaluation to measure one on your eval set.</p>
+        </>
+      )}
+    </Card>
+  );
+}
+
+/** The chat template a model is read with: its own, a family the library knows, or a Jinja file. */
+function TemplateChoice(props: { model: ModelEntry; names: string[]; disabled: boolean; onChoose: (template: string | null) => void }) {
+  const m = props.model;
+  const FILE = '__file__';
+  const current = m.chat_template ?? '';
+  const isFile = current !== '' && !props.names.includes(current);
+  return (
+    <select
+      data-testid="chat-template"
+      data-path={m.path}
+      aria-label={`Chat template of ${m.name}`}
+      value={current}
+      disabled={props.disabled}
+      onChange={(e) => {
+        const v = e.currentTarget.value;
+        e.currentTarget.value = current;
+        props.onChoose(v === FILE ? FILE : v || null);
+      }}
+    >
+      <option value="">{m.has_chat_template ? "the model's own" : '— choose one —'}</option>
+      {props.names.map((n) => (
+        <option key={n} value={n}>
+          {n}
+        </option>
+      ))}
+      {isFile && <option value={current}>{current.split('/').pop()}</option>}
+      <option value={FILE}>a Jinja file…</option>
+    </select>
+  );
+}
+
 export function ModelsPage(props: {
   models: ModelsState;
   settings: SettingsState;
   reloadModels: () => void;
   reloadSettings: () => void;
   applySettings: (s: Settings) => Promise<void>;
+  catalogue: CatalogueItem[];
+  pull: PullState;
+  onPull: (spec: string) => void;
+  onCancelPull: () => void;
 }) {
+  const [names, setNames] = useState<string[]>([]);
+  useEffect(() => {
+    chatTemplateNames().then(setNames, () => setNames([]));
+  }, []);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<{ title: string; message: string } | null>(null);
   const [note, setNote] = useState<string | null>(null);
@@ -183,10 +303,30 @@ export function ModelsPage(props: {
       if (!path) return;
       setBusy('Reading the model…');
       const m = await addModel(path);
-      setNote(`Added ${m.name}.`);
+      setNote(m.has_chat_template || m.chat_template ? `Added ${m.name}.` : `Added ${m.name}. It has no chat template of its own (a base model?): choose one in its row before using it.`);
       props.reloadModels();
     } catch (e) {
       setError({ title: 'The model could not be added', message: errorMessage(e) });
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  async function chooseTemplate(m: ModelEntry, choice: string | null) {
+    setError(null);
+    setNote(null);
+    try {
+      let template = choice;
+      if (choice === '__file__') {
+        template = await pickFile('chat_template');
+        if (!template) return;
+      }
+      setBusy('Checking the chat template…');
+      const next = await setChatTemplate(m.path, template);
+      setNote(next.chat_template ? `${next.name} is read with the chat template ${next.chat_template}.` : `${next.name} is read with its own chat template.`);
+      props.reloadModels();
+    } catch (e) {
+      setError({ title: 'The chat template could not be chosen', message: errorMessage(e) });
     } finally {
       setBusy(null);
     }
@@ -236,7 +376,10 @@ export function ModelsPage(props: {
         {props.models.status === 'loading' && <Busy label="Looking for models…" />}
         {props.models.status === 'error' && <ErrorBox title="The models could not be listed" message={props.models.message} onRetry={props.reloadModels} />}
         {props.models.status === 'ready' && list.length === 0 && (
-          <Empty title="No models yet">Add a GGUF file, or a Hugging Face folder (config.json, tokenizer.json and .safetensors weights) of a llama or qwen3 model.</Empty>
+          <Empty title="No models yet">
+            Download one from the Hugging Face hub below (the default judge is the first of the catalogue), or add a GGUF file, or a Hugging Face folder (config.json, tokenizer.json and
+            .safetensors weights) of a llama, qwen3 or gemma3 model.
+          </Empty>
         )}
         {list.length > 0 && (
           <div class="scroll-x">
@@ -246,6 +389,7 @@ export function ModelsPage(props: {
                   <th>name</th>
                   <th>architecture</th>
                   <th>weights</th>
+                  <th>chat template</th>
                   <th class="num">parameters</th>
                   <th class="num">vocabulary</th>
                   <th class="num">hidden size</th>
@@ -267,6 +411,16 @@ export function ModelsPage(props: {
                       </td>
                       <td>{m.architecture}</td>
                       <td>{m.quantisation}</td>
+                      <td class="nowrap">
+                        <TemplateChoice model={m} names={names} disabled={!!busy} onChoose={(t) => chooseTemplate(m, t)} />
+                        {!m.has_chat_template && !m.chat_template && (
+                          <span class="block" data-testid="needs-template">
+                            <Badge kind="close" title="The model carries no chat template (a base model?): choose the one it was trained with.">
+                              needs a chat template
+                            </Badge>
+                          </span>
+                        )}
+                      </td>
                       <td class="num" title={int(m.parameters)}>
                         {si(m.parameters)}
                       </td>
@@ -285,6 +439,8 @@ export function ModelsPage(props: {
           </div>
         )}
       </Card>
+
+      <HubCard catalogue={props.catalogue} pull={props.pull} onPull={props.onPull} onCancel={props.onCancelPull} />
 
       <Card title="Device" testid="device-card">
         {props.settings.status === 'loading' && <Busy label="Reading the settings…" />}
