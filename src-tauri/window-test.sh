@@ -4,11 +4,14 @@
 # shows a bad eval set's line and field, runs authored144 (3 shots, cyclic), saves the result into
 # a bench folder beside copies of the CLI's files, checks the Results table, the loaded model's
 # device and the DERIVED figures on the Models page and that the CSP is in force, has `readout
-# compare` read the app's file, and finds the device and default model kept across a restart.
+# compare` read the app's file, finds the device and default model kept across a restart, then
+# downloads Gemma 3 270M from a hub on loopback (progress, Cancel, resume), chooses its chat
+# template (gemma) and scores the example with it.
 # Screenshots go to src-tauri/screenshots/window-*.png.
 #
 # Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
-# ui/node_modules (`npm ci` in ui), the default model (models/fetch), and both release binaries
+# ui/node_modules (`npm ci` in ui), the default model (models/fetch) and Gemma 3 270M
+# (models/fetch gemma3-270m), and both release binaries
 # (`cargo build --release` at the top and in src-tauri). .ci/run sets all of this up.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,6 +41,18 @@ second="$work/tiny.gguf"
 cat >"$work/config/dev.readout.desktop/settings.json" <<JSON
 { "benchDir": "$work/bench/results", "defaultModel": "$model", "device": "cpu", "models": ["$second"] }
 JSON
+
+# Gemma 3 270M (a base model: no chat template) on a hub served on loopback, for the app to
+# download into an empty Hugging Face cache of its own.
+gemma="$repo/models/gemma-3-270m-q4_k_m.gguf"
+[ -f "$gemma" ] || { echo "Gemma 3 270M is missing: run models/fetch gemma3-270m" >&2; exit 2; }
+node ui/tests/fake-hub.mjs "$work/hub-url" "google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf=$gemma" &
+hub_pid=$!
+trap 'kill $hub_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do [ -s "$work/hub-url" ] && break; sleep 0.2; done
+[ -s "$work/hub-url" ] || { echo "the loopback hub did not start" >&2; exit 1; }
+export HF_ENDPOINT="$(cat "$work/hub-url")" HF_HUB_CACHE="$work/hf-cache" HF_TOKEN= HF_HUB_OFFLINE=
+export HUB_SPEC="google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf"
 
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data"
 export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results" SECOND_MODEL="$second"

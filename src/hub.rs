@@ -174,7 +174,10 @@ impl HubOptions {
     pub fn from_vars(var: &dyn Fn(&str) -> Option<String>, home: Option<PathBuf>) -> Option<Self> {
         let var = |name: &str| var(name).filter(|v| !v.is_empty());
         let hf_home = var("HF_HOME").map(PathBuf::from).or_else(|| {
-            var("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| home.map(|h| h.join(".cache"))).map(|c| c.join("huggingface"))
+            var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".cache")))
+                .map(|c| c.join("huggingface"))
         });
         let cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| hf_home.as_ref().map(|h| h.join("hub")))?;
         let mut opts = HubOptions::new(cache);
@@ -266,7 +269,11 @@ pub fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
 ///
 /// `progress` hears about every downloaded chunk and answers whether to go on: `false` stops
 /// the download ([`Error::HubStopped`]), keeping what arrived for the next attempt to resume.
-pub fn resolve(spec: &HubSpec, opts: &HubOptions, progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool) -> Result<Resolved> {
+pub fn resolve(
+    spec: &HubSpec,
+    opts: &HubOptions,
+    progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool,
+) -> Result<Resolved> {
     let dir = repo_dir(&opts.cache_dir, &spec.repo);
     if !opts.refresh || opts.offline {
         if let Some(found) = from_cache(spec, &dir)? {

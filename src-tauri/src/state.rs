@@ -191,7 +191,13 @@ impl AppState {
             Some(Err(e)) => return Err(e),
             None => None,
         };
-        let opts = LoadOptions { device, matmul: MatmulPath::Dense, threads: settings.threads, chat_template, ..Default::default() };
+        let opts = LoadOptions {
+            device,
+            matmul: MatmulPath::Dense,
+            threads: settings.threads,
+            chat_template,
+            ..Default::default()
+        };
         let engine = Arc::new(Engine::load(&key.0, &opts).map_err(load_error)?);
         *held = Some((key, engine.clone()));
         Ok(engine)

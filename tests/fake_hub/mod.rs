@@ -289,4 +289,3 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, base: &str) -> std::io::Resu
     drop(st);
     send_body(&mut conn, &body, range.as_deref(), &headers, false, slow)
 }
-

@@ -342,6 +342,63 @@ try {
   assert.equal(await driver.executeScript("return document.querySelector('#threads').value"), '1', 'the thread count is kept');
   await shot('models-after-restart');
   log('device, threads and default model kept across a restart');
+
+  // ── Gemma 3 270M from the hub (served on loopback): progress, Cancel, resume ──────────────
+  const hubSpec = env('HUB_SPEC');
+  await setInput('#hub-spec', hubSpec);
+  await click('[data-testid="pull-spec"]');
+  await visible('[data-testid="pull-bytes"]', 60_000);
+  await driver.wait(async () => /^[\d.]+ MB of 253\.\d MB$/.test(await textOf('[data-testid="pull-bytes"]')), 20_000, 'bytes arriving');
+  await shot('models-hub-downloading', '[data-testid="hub-card"]');
+  await click('[data-testid="cancel-pull"]');
+  await visible('[data-testid="pull-stopped"]', 60_000);
+  const stoppedText = await textOf('[data-testid="pull-stopped"]');
+  const keptBytes = Number(stoppedText.match(/was stopped after (\d+) of (\d+) bytes/)?.[1]);
+  assert.ok(keptBytes > 0, stoppedText);
+  assert.match(stoppedText, /resumes from there/);
+  await shot('models-hub-stopped', '[data-testid="hub-card"]');
+  log(`download stopped after ${keptBytes} bytes`);
+  await click('[data-testid="pull-resume"]');
+  await visible('[data-testid="pull-done"]', 300_000);
+  assert.match(await textOf('[data-testid="pull-done"]'), /Downloaded gemma-3-270m-q4_k_m\.gguf into the Hugging Face cache/);
+  const resumedFrom = JSON.stringify(readdirSync(join(env('HF_HUB_CACHE'), 'models--google--gemma-3-270m-GGUF', 'blobs')));
+  log(`downloaded (blobs: ${resumedFrom})`);
+  // In the list, needing a chat template (a base model).
+  const gemmaPath = await driver.wait(
+    () => driver.executeScript(`return [...document.querySelectorAll('[data-testid="model-row"]')].map((r) => r.dataset.path).find((p) => p.endsWith('gemma-3-270m-q4_k_m.gguf')) ?? null`),
+    20_000,
+    'the downloaded model in the list',
+  );
+  const gemmaRow = `[data-testid="model-row"][data-path="${gemmaPath}"]`;
+  await visible(`${gemmaRow} [data-testid="needs-template"]`);
+  await shot('models-hub-done', '[data-testid="models-card"]');
+  // Refused on the Score page, with how to choose one here.
+  await go('score');
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  await select('#score-debias', 'none');
+  await select('#score-model', gemmaPath);
+  await click('[data-testid="score-button"]');
+  await visible('[data-testid="score-results"] [data-testid="error-message"]', 60_000);
+  assert.match(await textOf('[data-testid="score-results"] [data-testid="error-message"]'), /no chat template.*Choose the chat template to read it with on the Models page/s);
+  await shot('score-gemma-no-template', '[data-testid="score-results"]');
+  // Chosen: gemma.
+  await go('models');
+  await select(`${gemmaRow} [data-testid="chat-template"]`, 'gemma');
+  await driver.wait(async () => (await driver.executeScript('return document.body.textContent')).includes('is read with the chat template gemma.'), 20_000, 'the template chosen');
+  assert.equal(await driver.executeScript(`return document.querySelector('${gemmaRow} [data-testid="chat-template"]').value`), 'gemma');
+  assert.equal((await driver.findElements(css(`${gemmaRow} [data-testid="needs-template"]`))).length, 0);
+  assert.equal(onDisk().chatTemplates[gemmaPath], 'gemma', 'the settings file keeps the choice');
+  await shot('models-gemma-template', '[data-testid="models-card"]');
+  // The example scored with Gemma 3 270M.
+  await go('score');
+  await select('#score-model', gemmaPath);
+  await click('[data-testid="score-button"]');
+  await visible('[data-testid="score-table"]', 180_000);
+  assert.equal((await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length, 3, 'three example texts scored by Gemma');
+  for (const p of await driver.findElements(css('[data-testid="probability"]'))) assert.match((await p.getText()).trim(), /^\d{1,3}%$/);
+  await shot('score-gemma', '[data-testid="score-results"]');
+  log('the example scored with Gemma 3 270M (chat template gemma)');
 } catch (e) {
   failed = true;
   console.error(`FAIL ${e?.stack ?? e}`);
