@@ -60,6 +60,7 @@ pub mod rubric;
 pub mod run;
 pub mod score;
 pub mod template;
+pub mod texts;
 pub mod truncate;
 
 pub use error::{Error, GgufProblem, Result};

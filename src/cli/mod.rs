@@ -2,8 +2,10 @@
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
 mod bench;
+mod completions;
 mod derive;
 mod levers;
+mod mcp;
 mod models;
 mod prompts;
 mod pull;
@@ -13,7 +15,7 @@ mod run;
 mod score;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use readout::device::DeviceRequest;
 use readout::engine::{AttentionPath, Engine, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
 use readout::template::TemplateSource;
@@ -55,6 +57,13 @@ enum Command {
     Pull(pull::PullArgs),
     /// The models on this machine (Hugging Face cache, data folder, models/) and judges worth trying.
     Models(models::ModelsArgs),
+    /// Serve a `score` tool over the Model Context Protocol on standard input and output, with
+    /// the model loaded once.
+    Mcp(mcp::McpArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page, or write one per subcommand into a folder (-o DIR).
+    Man(completions::ManArgs),
 }
 
 /// Which eval-set rows a run scores, with which shots and orderings: shared by `run` and
@@ -236,6 +245,9 @@ pub fn run() -> Result<i32> {
         Command::Derive(a) => derive::run(a),
         Command::Pull(a) => pull::run(a),
         Command::Models(a) => models::run(a),
+        Command::Mcp(a) => mcp::run(a),
+        Command::Completions(a) => completions::completions(a, Cli::command()),
+        Command::Man(a) => completions::man(a, Cli::command()),
     }
 }
 

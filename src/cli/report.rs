@@ -54,6 +54,9 @@ pub struct TableArgs {
     /// Also write the table as Markdown to this file.
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Print the table's rows as JSON (an array of objects, numbers as numbers) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 fn debias_rank(d: &str) -> usize {
@@ -114,13 +117,18 @@ pub fn table(a: TableArgs) -> Result<i32> {
             p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
         ]);
     }
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header(header.to_vec());
-    for l in &lines {
-        t.add_row(l.clone());
+    if a.json {
+        let rows: Vec<serde_json::Value> = runs.iter().map(|(p, r)| table_row_json(p, r)).collect();
+        println!("{}", serde_json::to_string(&rows)?);
+    } else {
+        let mut t = comfy_table::Table::new();
+        t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+        t.set_header(header.to_vec());
+        for l in &lines {
+            t.add_row(l.clone());
+        }
+        println!("{t}");
     }
-    println!("{t}");
     if let Some(md) = &a.markdown {
         let mut s = String::new();
         s.push_str(&format!("| {} |\n", header.join(" | ")));
@@ -142,6 +150,26 @@ pub fn table(a: TableArgs) -> Result<i32> {
         eprintln!("wrote the table into {}", md.display());
     }
     Ok(0)
+}
+
+/// One row of `readout table --json`: the table's columns, typed (a missing metric is null).
+fn table_row_json(path: &Path, r: &ResultFile) -> serde_json::Value {
+    let m = r.metrics.as_ref();
+    serde_json::json!({
+        "model": r.model.file,
+        "mode": r.config.mode.as_str(),
+        "pruned_head": r.config.levers.prune_head,
+        "shots": r.config.shots,
+        "debias": r.config.debias.as_str(),
+        "mean_family_balanced_accuracy": m.map(|m| m.mean_family_balanced_accuracy),
+        "order_unstable_rows": m.and_then(|m| m.overall.order_unstable),
+        "seconds": r.timing.wall_seconds,
+        "rows": r.rows.len(),
+        "partial": r.status == Status::Partial,
+        "label": "MEASURED",
+        "source": path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        "path": path,
+    })
 }
 
 /// Put the table between markers in an existing Markdown file, or write the file.

@@ -1,4 +1,7 @@
-//! `readout score`: decide a rubric for one text, texts given on the command line, or a JSONL file.
+//! `readout score`: decide a rubric for one text, texts given on the command line, or a file of
+//! texts (JSON Lines or CSV, or standard input with `--texts -`), printing each text's decision
+//! (a table, a JSON line or CSV rows) as soon as it and the texts before it are decided, so that
+//! the command works at the head of a pipe.
 
 use super::ModelArgs;
 use anyhow::{bail, Context, Result};
@@ -7,8 +10,9 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::debias::DebiasMode;
 use readout::rubric::Rubric;
 use readout::score::{score_texts, Text, TextResult};
-use std::collections::HashSet;
-use std::io::{BufRead, IsTerminal, Write};
+use readout::texts::{read_texts, TextsFormat};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -19,12 +23,28 @@ pub struct ScoreArgs {
     /// A text to decide (repeat for several).
     #[arg(long, short = 't')]
     text: Vec<String>,
-    /// A JSON Lines file of texts: each line a string or an object with `text` (or `state`) and an optional `id`.
-    #[arg(long)]
+    /// A file of texts, or `-` for standard input: JSON Lines (each line a string or an object
+    /// with `text` (or `state`) and an optional `id`) or CSV (a header line naming a `text`
+    /// column and optionally an `id` column). Given after the --text ones.
+    #[arg(long, value_name = "FILE|-")]
     texts: Option<PathBuf>,
-    /// Print JSON (one line per text) instead of a table.
-    #[arg(long)]
+    /// The format of --texts: jsonl or csv [default: csv for a file named *.csv, else jsonl].
+    #[arg(long, value_name = "FORMAT", requires = "texts")]
+    texts_format: Option<TextsFormat>,
+    /// Print one JSON line per text instead of a table. Lines come in text order (each carries
+    /// its `index`, from 0), each printed and flushed as soon as its text and every text before
+    /// it are decided (--as-finished: as soon as its own text is).
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// Print CSV instead of a table: a header, then one row per text and criterion (index, id,
+    /// criterion, chosen, probability, margin, close, order_unstable, expected_level), in text
+    /// order, flushed as each text is decided.
+    #[arg(long)]
+    csv: bool,
+    /// Print each text the moment it is decided, in the order texts finish (the prompt tree's
+    /// order, not the texts'), instead of holding it until the texts before it are printed.
+    #[arg(long)]
+    as_finished: bool,
     /// How orderings of the options are scored and combined: none, cyclic (every rotation,
     /// averaged by option id; flags order-unstable answers), permutation, calibrate or pride.
     #[arg(long, default_value = "none")]
@@ -49,10 +69,17 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
     let rubric = Rubric::load(&a.rubric)?;
     let mut texts: Vec<Text> = a.text.iter().map(|t| Text { id: None, text: t.clone() }).collect();
     if let Some(p) = &a.texts {
-        texts.extend(read_texts(p)?);
+        let format = a.texts_format.unwrap_or_else(|| TextsFormat::of_path(p));
+        let read = if p.as_os_str() == "-" {
+            read_texts(std::io::stdin().lock(), p, format)
+        } else {
+            let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+            read_texts(f, p, format)
+        };
+        texts.extend(read?);
     }
     if texts.is_empty() {
-        bail!("no texts to score: give --text \"...\" or --texts FILE.jsonl");
+        bail!("no texts to score: give --text \"...\" or --texts FILE (JSON Lines or CSV; - for standard input)");
     }
     let config = readout::config::RunConfig::builder()
         .debias(a.debias)
@@ -86,6 +113,18 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
     };
     let skip: HashSet<usize> = earlier.iter().map(|r| r.index).collect();
     let engine = a.model.load()?;
+    let format = if a.json {
+        Format::Json
+    } else if a.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut printer = Printer::new(format, &texts, a.as_finished)?;
+    for r in earlier {
+        printer.push(r);
+    }
+    printer.print_ready()?;
     let bar = (texts.len() > 1 && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new((texts.len() - skip.len()) as u64);
         b.set_style(
@@ -95,7 +134,8 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         b
     });
     let mut write_error = None;
-    let fresh = score_texts(&engine, &rubric, &texts, &config, &skip, &mut |r, done, _| {
+    let mut stdout_closed = false;
+    score_texts(&engine, &rubric, &texts, &config, &skip, &mut |r, done, _| {
         if let Some(b) = &bar {
             b.set_position(done as u64)
         }
@@ -106,28 +146,148 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
                 return false;
             }
         }
-        true
+        printer.push(r.clone());
+        match printer.print_ready() {
+            Ok(()) => true,
+            // The reader went away (`readout score … | head -1`): stop scoring, quietly, unless
+            // the decisions are also going to --out.
+            Err(e) if is_broken_pipe(&e) => {
+                stdout_closed = true;
+                sink.is_some()
+            }
+            Err(e) => {
+                write_error = Some(e.context("writing to standard output"));
+                false
+            }
+        }
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     if let Some(e) = write_error {
-        return Err(e.context(format!("writing {}", a.out.as_deref().unwrap_or(Path::new("")).display())));
+        return Err(e.context(format!("writing {}", a.out.as_deref().unwrap_or(Path::new("-")).display())));
     }
-    let mut results = earlier;
-    results.extend(fresh);
-    results.sort_by_key(|r| r.index);
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        for r in &results {
-            writeln!(out, "{}", serde_json::to_string(r)?)?;
-        }
-    } else {
-        for r in &results {
-            print_table(&mut out, r, &texts[r.index])?;
+    if !stdout_closed {
+        match printer.finish() {
+            Err(e) if is_broken_pipe(&e) => {}
+            other => other?,
         }
     }
     Ok(0)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<csv::Error>().is_some_and(|c| match c.kind() {
+                csv::ErrorKind::Io(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
+                _ => false,
+            })
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+/// Prints decisions, which arrive in finishing order: in text order, each text as soon as it and
+/// every text before it are decided (or, `as_finished`, each as it arrives), flushed at once.
+struct Printer<'a> {
+    format: Format,
+    texts: &'a [Text],
+    as_finished: bool,
+    /// The index of the next text to print.
+    next: usize,
+    waiting: BTreeMap<usize, TextResult>,
+    csv: Option<csv::Writer<std::io::Stdout>>,
+}
+
+/// The columns of `score --csv`.
+const CSV_HEADER: [&str; 9] =
+    ["index", "id", "criterion", "chosen", "probability", "margin", "close", "order_unstable", "expected_level"];
+
+impl<'a> Printer<'a> {
+    fn new(format: Format, texts: &'a [Text], as_finished: bool) -> Result<Printer<'a>> {
+        let csv = (format == Format::Csv).then(|| csv::Writer::from_writer(std::io::stdout()));
+        let mut p = Printer { format, texts, as_finished, next: 0, waiting: BTreeMap::new(), csv };
+        if let Some(w) = p.csv.as_mut() {
+            w.write_record(CSV_HEADER)?;
+            w.flush()?;
+        }
+        Ok(p)
+    }
+
+    fn push(&mut self, r: TextResult) {
+        self.waiting.insert(r.index, r);
+    }
+
+    /// Print the texts whose turn has come.
+    fn print_ready(&mut self) -> Result<()> {
+        if self.as_finished {
+            return self.finish();
+        }
+        while let Some(r) = self.waiting.remove(&self.next) {
+            self.print(&r)?;
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    /// Print every text waiting, in text order (at the end: texts after one that was not
+    /// decided, in a stopped job).
+    fn finish(&mut self) -> Result<()> {
+        for r in std::mem::take(&mut self.waiting).into_values() {
+            self.print(&r)?;
+        }
+        Ok(())
+    }
+
+    fn print(&mut self, r: &TextResult) -> Result<()> {
+        match self.format {
+            Format::Json => {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{}", serde_json::to_string(r)?)?;
+                out.flush()?;
+            }
+            Format::Csv => {
+                if let Some(w) = self.csv.as_mut() {
+                    for row in csv_rows(r) {
+                        w.write_record(&row)?;
+                    }
+                    w.flush()?;
+                }
+            }
+            Format::Table => {
+                let mut out = std::io::stdout().lock();
+                print_table(&mut out, r, &self.texts[r.index])?;
+                out.flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A text's rows of `score --csv`, one per criterion, in [`CSV_HEADER`]'s columns.
+fn csv_rows(r: &TextResult) -> Vec<[String; 9]> {
+    r.criteria
+        .iter()
+        .map(|c| {
+            [
+                r.index.to_string(),
+                r.id.clone().unwrap_or_default(),
+                c.criterion.clone(),
+                c.chosen.clone(),
+                c.probability.to_string(),
+                c.margin.to_string(),
+                c.close.to_string(),
+                c.order_unstable.map(|u| u.to_string()).unwrap_or_default(),
+                c.expected_level.map(|e| e.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect()
 }
 
 /// The decisions an earlier job wrote to `path`, checked against the texts (index and id).
@@ -165,39 +325,6 @@ fn read_earlier(path: &Path, texts: &[Text]) -> Result<Vec<TextResult>> {
                 .into())
             }
         }
-    }
-    Ok(out)
-}
-
-fn read_texts(path: &PathBuf) -> Result<Vec<Text>> {
-    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|e| readout::Error::BadInput {
-            path: path.clone(),
-            line: i + 1,
-            field: "(utf-8)".into(),
-            reason: format!("not valid UTF-8 text ({e}); save the file as UTF-8"),
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad =
-            |reason: String| readout::Error::BadInput { path: path.clone(), line: i + 1, field: "text".into(), reason };
-        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let t = match v {
-            serde_json::Value::String(s) => Text { id: None, text: s },
-            serde_json::Value::Object(o) => {
-                let text = o.get("text").or_else(|| o.get("state")).and_then(|t| t.as_str());
-                let Some(text) = text else {
-                    return Err(bad("missing: each object needs a `text` (or `state`) string".into()).into());
-                };
-                let id = o.get("id").map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
-                Text { id, text: text.to_string() }
-            }
-            _ => return Err(bad("each line must be a JSON string or an object with `text`".into()).into()),
-        };
-        out.push(t);
     }
     Ok(out)
 }

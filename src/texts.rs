@@ -1,0 +1,184 @@
+//! Texts to score, read from the formats people keep them in: JSON Lines (each line a string or
+//! an object with `text` and an optional `id`) and CSV (a header with a `text` column and an
+//! optional `id` column). Here rather than in a shell so that every shell (the CLI's files and
+//! standard input, the MCP tool's and the server's JSON) reads a text one way and names the line
+//! of a bad one the same way.
+
+use crate::error::{Error, Result};
+use crate::input::Text;
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+/// How a stream of texts is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextsFormat {
+    /// One JSON value a line: a string, or an object with `text` (or `state`) and an optional `id`.
+    JsonLines,
+    /// Comma-separated values with a header: a `text` (or `state`) column, an optional `id`
+    /// column; other columns are ignored.
+    Csv,
+}
+
+option_names!(TextsFormat, "texts format", "jsonl or csv", { JsonLines => "jsonl", Csv => "csv" });
+
+impl TextsFormat {
+    /// The format a file's name says: `.csv` (any case) is CSV, anything else JSON Lines.
+    pub fn of_path(path: &Path) -> TextsFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("csv") => TextsFormat::Csv,
+            _ => TextsFormat::JsonLines,
+        }
+    }
+}
+
+/// Read every text from `reader` in `format`; `source` only names where they came from in errors
+/// (a path, or `-` for standard input).
+pub fn read_texts(reader: impl Read, source: &Path, format: TextsFormat) -> Result<Vec<Text>> {
+    match format {
+        TextsFormat::JsonLines => read_json_lines(reader, source),
+        TextsFormat::Csv => read_csv(reader, source),
+    }
+}
+
+/// A text given as JSON: a string, or an object with `text` (or `state`) and an optional `id`
+/// (a non-string id is kept as its JSON). The error says what is wrong, for the caller to place.
+pub fn text_from_json(value: serde_json::Value) -> std::result::Result<Text, String> {
+    match value {
+        serde_json::Value::String(s) => Ok(Text { id: None, text: s }),
+        serde_json::Value::Object(o) => {
+            let text = o.get("text").or_else(|| o.get("state")).and_then(|t| t.as_str());
+            let Some(text) = text else {
+                return Err("missing: each object needs a `text` (or `state`) string".into());
+            };
+            let id = o.get("id").map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string()));
+            Ok(Text { id, text: text.to_string() })
+        }
+        _ => Err("each text must be a JSON string or an object with `text`".into()),
+    }
+}
+
+fn read_json_lines(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(reader).lines().enumerate() {
+        let bad = |field: &str, reason: String| Error::BadInput {
+            path: source.to_path_buf(),
+            line: i + 1,
+            field: field.into(),
+            reason,
+        };
+        let line = line.map_err(|e| bad("(utf-8)", format!("not valid UTF-8 text ({e}); save the file as UTF-8")))?;
+        let line = if i == 0 { line.strip_prefix('\u{feff}').unwrap_or(&line).to_string() } else { line };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| bad("text", format!("not JSON: {e}")))?;
+        out.push(text_from_json(v).map_err(|r| bad("text", r))?);
+    }
+    Ok(out)
+}
+
+fn read_csv(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
+    let bad = |line: u64, field: &str, reason: String| Error::BadInput {
+        path: source.to_path_buf(),
+        line: line as usize,
+        field: field.into(),
+        reason,
+    };
+    let from_csv = |e: csv::Error| {
+        let line = e.position().map_or(1, |p| p.line());
+        let reason = match e.kind() {
+            csv::ErrorKind::Utf8 { .. } => "not valid UTF-8 text; save the file as UTF-8".to_string(),
+            csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+                format!("has {len} fields where the header has {expected_len}; quote a text that holds a comma")
+            }
+            _ => format!("not CSV: {e}"),
+        };
+        bad(line, "(csv)", reason)
+    };
+    let mut csv = csv::ReaderBuilder::new().has_headers(true).from_reader(reader);
+    let header = csv.headers().map_err(from_csv)?.clone();
+    let name = |h: &str| h.trim_start_matches('\u{feff}').trim().to_ascii_lowercase();
+    let column = |want: &str| header.iter().position(|h| name(h) == want);
+    let Some(text_col) = column("text").or_else(|| column("state")) else {
+        let found = header.iter().map(|h| format!("`{}`", name(h))).collect::<Vec<_>>().join(", ");
+        return Err(bad(
+            1,
+            "(header)",
+            format!("has no `text` column (found {found}); the first line names the columns: text and optionally id"),
+        ));
+    };
+    let id_col = column("id");
+    let mut out = Vec::new();
+    for record in csv.records() {
+        let record = record.map_err(from_csv)?;
+        let line = record.position().map_or(0, |p| p.line());
+        let Some(text) = record.get(text_col) else {
+            return Err(bad(line, "text", "missing".into()));
+        };
+        let id = id_col.and_then(|c| record.get(c)).filter(|s| !s.is_empty()).map(String::from);
+        out.push(Text { id, text: text.to_string() });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(body: &str, format: TextsFormat) -> Result<Vec<Text>> {
+        read_texts(body.as_bytes(), Path::new("in"), format)
+    }
+
+    fn line_of(e: Error) -> (usize, String) {
+        match e {
+            Error::BadInput { line, field, .. } => (line, field),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn json_lines_take_strings_and_objects_and_skip_blank_lines() {
+        let t =
+            read("\"a\"\n\n{\"id\": 7, \"text\": \"b\"}\n{\"state\": \"c\", \"id\": \"x\"}\n", TextsFormat::JsonLines)
+                .unwrap();
+        let got: Vec<(Option<&str>, &str)> = t.iter().map(|t| (t.id.as_deref(), t.text.as_str())).collect();
+        assert_eq!(got, [(None, "a"), (Some("7"), "b"), (Some("x"), "c")]);
+    }
+
+    #[test]
+    fn a_bad_json_line_is_named() {
+        let e = read("\"a\"\n{\"id\": 1}\n", TextsFormat::JsonLines).unwrap_err();
+        assert_eq!(line_of(e), (2, "text".into()));
+        let e = read("\"a\"\n\"b\"\n[1]\n", TextsFormat::JsonLines).unwrap_err();
+        assert_eq!(line_of(e), (3, "text".into()));
+    }
+
+    #[test]
+    fn csv_reads_text_and_id_columns_in_any_order_with_quotes() {
+        let body = "\u{feff}ID,extra,Text\nt1,x,\"Hello, world\"\n,y,\"two\nlines\"\nt3,z,plain\n";
+        let t = read(body, TextsFormat::Csv).unwrap();
+        let got: Vec<(Option<&str>, &str)> = t.iter().map(|t| (t.id.as_deref(), t.text.as_str())).collect();
+        assert_eq!(got, [(Some("t1"), "Hello, world"), (None, "two\nlines"), (Some("t3"), "plain")]);
+    }
+
+    #[test]
+    fn csv_without_a_text_column_or_with_a_short_row_is_refused_at_its_line() {
+        let e = read("id,body\n1,hi\n", TextsFormat::Csv).unwrap_err();
+        assert_eq!(line_of(e), (1, "(header)".into()));
+        // The record on line 3 has one field too many (an unquoted comma).
+        let e = read("id,text\n1,fine\n2,not, fine\n", TextsFormat::Csv).unwrap_err();
+        assert_eq!(line_of(e), (3, "(csv)".into()));
+        // Line numbers count the lines a quoted text spans.
+        let e = read("text\n\"a\nb\"\n\"c\",d\n", TextsFormat::Csv).unwrap_err();
+        assert_eq!(line_of(e), (4, "(csv)".into()));
+    }
+
+    #[test]
+    fn format_from_the_file_name() {
+        assert_eq!(TextsFormat::of_path(Path::new("a/b.CSV")), TextsFormat::Csv);
+        assert_eq!(TextsFormat::of_path(Path::new("a/b.jsonl")), TextsFormat::JsonLines);
+        assert_eq!(TextsFormat::of_path(Path::new("-")), TextsFormat::JsonLines);
+        assert_eq!("csv".parse::<TextsFormat>(), Ok(TextsFormat::Csv));
+        assert!("tsv".parse::<TextsFormat>().is_err());
+    }
+}
