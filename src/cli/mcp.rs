@@ -140,7 +140,7 @@ impl Judge {
 
     /// The model this server decides with.
     #[tool(
-        description = "The model this Readout server loaded and decides with: its name, file, architecture, shape, quantisation, chat template and device."
+        description = "The model this Readout server loaded and decides with: its name, path, architecture, shape, quantisation, chat template and device."
     )]
     async fn models(&self) -> Result<CallToolResult, ErrorData> {
         let info = serde_json::to_value(self.engine.info()).map_err(internal)?;

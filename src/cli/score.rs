@@ -71,7 +71,7 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
     if let Some(p) = &a.texts {
         let format = a.texts_format.unwrap_or_else(|| TextsFormat::of_path(p));
         let read = if p.as_os_str() == "-" {
-            read_texts(std::io::stdin().lock(), p, format)
+            read_texts(std::io::stdin().lock(), Path::new("(standard input)"), format)
         } else {
             let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
             read_texts(f, p, format)

@@ -4,6 +4,7 @@
 
 mod bad_inputs;
 mod chat_templates;
+mod cli_pipes;
 mod cli_run;
 mod cli_score;
 mod committed_results;
@@ -19,5 +20,6 @@ mod fuzz_regressions;
 mod gemma3;
 mod hub;
 mod long_state;
+mod mcp;
 mod quantize_hf;
 mod sentencepiece;
