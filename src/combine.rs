@@ -1,7 +1,9 @@
 //! The pipeline's fourth stage: a row's readings become one decision. Each ordering's letter
 //! probabilities are adjusted as the debias mode says (content-free calibration, the PriDe
-//! prior), mapped from letter slots to options, and averaged by option; generation takes the
-//! parsed letter. The math is in [`crate::debias`]; this module applies it to a row.
+//! prior, the batch prior), mapped from letter slots to options, and averaged by option; a
+//! fitted temperature ([`crate::calibrate`]) then sharpens or flattens the result. Generation
+//! takes the parsed letter. The math is in [`crate::debias`] and [`crate::calibrate`]; this
+//! module applies it to a row.
 
 use crate::config::{Mode, RunConfig};
 use crate::debias::{self, DebiasMode};
@@ -39,6 +41,27 @@ pub struct Combined {
     pub truncated_tokens: Option<usize>,
 }
 
+/// Letter priors a debias mode estimates from the run's own readings before combining.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Priors {
+    /// PriDe's slot prior by option count.
+    pub pride: BTreeMap<usize, Vec<f64>>,
+    /// Batch calibration's slot prior by option count, then by rotation (ordering index).
+    pub batch: BTreeMap<usize, Vec<Vec<f64>>>,
+}
+
+/// Batch calibration's priors: by option count and rotation, the mean slot probabilities of
+/// every row's reading under that rotation (every row of the job, done or not).
+pub fn batch_prior(planned: &Planned, readings: &HashMap<usize, Reading>) -> BTreeMap<usize, Vec<Vec<f64>>> {
+    let mut by: BTreeMap<usize, BTreeMap<usize, Vec<Vec<f64>>>> = BTreeMap::new();
+    for (pi, spec) in planned.prompts.iter().enumerate() {
+        let (Variant::Real(k), Some(r)) = (spec.variant, readings.get(&pi)) else { continue };
+        let n = planned.row_orderings[spec.row].first().map_or(0, Vec::len);
+        by.entry(n).or_default().entry(k).or_default().push(softmax(&r.logits));
+    }
+    by.into_iter().map(|(n, ks)| (n, ks.into_values().map(|rows| debias::batch_prior(&rows)).collect())).collect()
+}
+
 /// PriDe's prior by option count, from the readings of its sample rows (every permutation).
 pub fn pride_prior(planned: &Planned, readings: &HashMap<usize, Reading>) -> BTreeMap<usize, Vec<f64>> {
     let mut by_n: BTreeMap<usize, Vec<debias::PrideRow>> = BTreeMap::new();
@@ -65,7 +88,7 @@ pub fn combine_row(
     planned: &Planned,
     readings: &HashMap<usize, Reading>,
     config: &RunConfig,
-    pride_prior: &BTreeMap<usize, Vec<f64>>,
+    priors: &Priors,
 ) -> Combined {
     let n = n_options;
     let ords = &planned.row_orderings[ri];
@@ -93,8 +116,12 @@ pub fn combine_row(
                     .collect();
                 debias::calibrate(&slot_probs, &cf)
             }
-            DebiasMode::Pride if ords.len() == 1 => match pride_prior.get(&n) {
+            DebiasMode::Pride if ords.len() == 1 => match priors.pride.get(&n) {
                 Some(prior) => debias::pride_debias(&slot_probs, prior),
+                None => slot_probs.clone(),
+            },
+            DebiasMode::Batch => match priors.batch.get(&n).and_then(|p| p.get(k)) {
+                Some(prior) => debias::prior_debias(&slot_probs, prior),
                 None => slot_probs.clone(),
             },
             _ => slot_probs.clone(),
@@ -115,7 +142,10 @@ pub fn combine_row(
             (Some(p), Some(opt))
         }
         None => {
-            let p = debias::average(&option_probs);
+            let mut p = debias::average(&option_probs);
+            if let Some(c) = &config.calibration {
+                p = crate::calibrate::apply_temperature(&p, c.temperature);
+            }
             let best = argmax(&p);
             (Some(p), Some(best))
         }

@@ -7,6 +7,7 @@
 //! them to it (`None`), and [`RunConfig::resolve`] fills them in once the engine is loaded, as
 //! the result file records them.
 
+use crate::calibrate::Calibration;
 use crate::debias::{self, DebiasMode};
 use crate::engine::{Engine, MatmulPath, PassOptions};
 use crate::error::{Error, Result};
@@ -96,6 +97,21 @@ pub struct RunConfig {
     pub bootstrap_resamples: usize,
     pub bootstrap_seed: u64,
     pub levers: Levers,
+    /// A temperature fitted by `readout calibrate`, applied to each row's combined
+    /// probabilities (`--calibration FILE`); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub calibration: Option<Calibration>,
+    /// Scoring texts: answer "no answer" when the chosen option's probability is below this
+    /// (`score --abstain-below P`). Not for `run`, whose metrics hold the risk–coverage curve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub abstain_below: Option<f64>,
+    /// Scoring texts: answer "no answer" when the letters' share of the model's next-token
+    /// distribution is below this (`score --abstain-letter-mass M`: none of the options fits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub abstain_letter_mass: Option<f64>,
 }
 
 impl Default for RunConfig {
@@ -113,6 +129,9 @@ impl Default for RunConfig {
             bootstrap_resamples: crate::metrics::DEFAULT_RESAMPLES,
             bootstrap_seed: crate::metrics::DEFAULT_SEED,
             levers: Levers::default(),
+            calibration: None,
+            abstain_below: None,
+            abstain_letter_mass: None,
         }
     }
 }
@@ -210,6 +229,12 @@ impl ConfigBuilder {
         group_units: Option<bool> => levers.group_units;
         /// Two passes at a time (`None`: the device's default).
         side_by_side: Option<bool> => levers.side_by_side;
+        /// A fitted temperature to apply (`None`: none).
+        calibration: Option<Calibration> => calibration;
+        /// Scoring texts: no answer below this top probability.
+        abstain_below: Option<f64> => abstain_below;
+        /// Scoring texts: no answer below this letter mass.
+        abstain_letter_mass: Option<f64> => abstain_letter_mass;
     }
 
     /// The configuration, or what is wrong with the combination and how to fix it.
@@ -230,6 +255,36 @@ impl ConfigBuilder {
         }
         if c.bootstrap_resamples == 0 {
             return bad("the bootstrap needs at least one resample".into());
+        }
+        if let Some(cal) = &c.calibration {
+            if c.mode == Mode::Generate {
+                return bad(
+                    "generate mode has no probabilities to calibrate; drop --calibration with --mode generate".into()
+                );
+            }
+            if !(cal.temperature.is_finite() && cal.temperature > 0.0) {
+                return bad(format!(
+                    "{}: the temperature must be a positive number, not {}",
+                    cal.file, cal.temperature
+                ));
+            }
+            if cal.debias != c.debias {
+                return bad(format!(
+                    "{} was fitted on a run with --debias {}; use --debias {} with it, or fit one on a run with --debias {}",
+                    cal.file, cal.debias, cal.debias, c.debias
+                ));
+            }
+        }
+        for (name, v) in [("--abstain-below", c.abstain_below), ("--abstain-letter-mass", c.abstain_letter_mass)] {
+            if let Some(v) = v.filter(|v| !(0.0..=1.0).contains(v)) {
+                return bad(format!("{name} takes a probability from 0 to 1, not {v}"));
+            }
+        }
+        if c.abstain_letter_mass.is_some() && c.levers.prune_head {
+            return bad(
+                "--abstain-letter-mass needs the letters' share of the whole head, which --prune-head does not compute"
+                    .into(),
+            );
         }
         Ok(c)
     }

@@ -21,6 +21,12 @@
 //!   Selectors"): estimate a prior over slots from a small sample of rows scored under all
 //!   orderings ([`pride_sample`], [`pride_prior`]), then divide it out of every other row's
 //!   single-ordering probabilities ([`pride_debias`]).
+//! - `batch`: batch calibration (Zhou et al. 2024, "Batch Calibration: Rethinking Calibration
+//!   for In-Context Learning and Prompt Engineering", ICLR 2024): every rotation is scored, as in
+//!   `cyclic`; the letter prior of each rotation is the mean of the run's own slot probabilities
+//!   under it over every row of that option count ([`batch_prior`]), divided out of each row's
+//!   slot probabilities ([`prior_debias`]) before averaging. No extra prompts, but every row must
+//!   be read before any is combined.
 
 use crate::math::{argmax, SplitMix64};
 use serde::{Deserialize, Serialize};
@@ -50,11 +56,18 @@ pub enum DebiasMode {
     Permutation,
     Calibrate,
     Pride,
+    Batch,
 }
 
 impl DebiasMode {
-    pub const ALL: [DebiasMode; 5] =
-        [DebiasMode::None, DebiasMode::Cyclic, DebiasMode::Permutation, DebiasMode::Calibrate, DebiasMode::Pride];
+    pub const ALL: [DebiasMode; 6] = [
+        DebiasMode::None,
+        DebiasMode::Cyclic,
+        DebiasMode::Permutation,
+        DebiasMode::Calibrate,
+        DebiasMode::Pride,
+        DebiasMode::Batch,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +76,7 @@ impl DebiasMode {
             DebiasMode::Permutation => "permutation",
             DebiasMode::Calibrate => "calibrate",
             DebiasMode::Pride => "pride",
+            DebiasMode::Batch => "batch",
         }
     }
 }
@@ -112,7 +126,7 @@ pub fn orderings(mode: DebiasMode, n_options: usize) -> Result<Vec<Vec<usize>>, 
     }
     match mode {
         DebiasMode::None => Ok(vec![(0..n).collect()]),
-        DebiasMode::Cyclic | DebiasMode::Calibrate => {
+        DebiasMode::Cyclic | DebiasMode::Calibrate | DebiasMode::Batch => {
             Ok((0..n).map(|r| (0..n).map(|i| (i + r) % n).collect()).collect())
         }
         DebiasMode::Permutation | DebiasMode::Pride => {
@@ -252,10 +266,31 @@ pub fn pride_prior(samples: &[PrideRow]) -> Vec<f64> {
 /// Divide PriDe's slot prior out of one ordering's slot probabilities and renormalise. A prior of
 /// the wrong length leaves the probabilities unchanged (renormalised).
 pub fn pride_debias(slot_probs: &[f64], prior: &[f64]) -> Vec<f64> {
+    prior_debias(slot_probs, prior)
+}
+
+/// Divide a slot prior out of slot probabilities and renormalise (PriDe's and batch
+/// calibration's last step). A prior of the wrong length leaves the probabilities unchanged
+/// (renormalised).
+pub fn prior_debias(slot_probs: &[f64], prior: &[f64]) -> Vec<f64> {
     if prior.len() != slot_probs.len() {
         return normalise(slot_probs.to_vec());
     }
     normalise(slot_probs.iter().zip(prior).map(|(p, q)| p / q.max(FLOOR)).collect())
+}
+
+/// Batch calibration's prior for one ordering: the normalised mean of the slot probabilities
+/// every row gave under it. Lists of another length than the first are left out; empty input
+/// gives an empty vector.
+pub fn batch_prior(slot_probs: &[Vec<f64>]) -> Vec<f64> {
+    let Some(n) = slot_probs.first().map(Vec::len) else { return Vec::new() };
+    let mut sum = vec![0.0; n];
+    for p in slot_probs.iter().filter(|p| p.len() == n) {
+        for (s, v) in sum.iter_mut().zip(p) {
+            *s += v;
+        }
+    }
+    normalise(sum)
 }
 
 #[cfg(test)]
@@ -271,7 +306,10 @@ mod tests {
         assert_eq!("cyclic".parse::<DebiasMode>().unwrap(), DebiasMode::Cyclic);
         assert_eq!(" PriDe ".parse::<DebiasMode>().unwrap(), DebiasMode::Pride);
         let e = "rotate".parse::<DebiasMode>().unwrap_err();
-        assert_eq!(e, "unknown debias mode `rotate`; choose one of: none, cyclic, permutation, calibrate, pride");
+        assert_eq!(
+            e,
+            "unknown debias mode `rotate`; choose one of: none, cyclic, permutation, calibrate, pride, batch"
+        );
         for m in DebiasMode::ALL {
             assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{m}\""));
             assert_eq!(serde_json::from_str::<DebiasMode>(&format!("\"{m}\"")).unwrap(), m);
@@ -285,6 +323,7 @@ mod tests {
         let cyc = vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]];
         assert_eq!(orderings(DebiasMode::Cyclic, 3).unwrap(), cyc);
         assert_eq!(orderings(DebiasMode::Calibrate, 3).unwrap(), cyc);
+        assert_eq!(orderings(DebiasMode::Batch, 3).unwrap(), cyc);
         let perms = orderings(DebiasMode::Permutation, 3).unwrap();
         assert_eq!(
             perms,
@@ -366,6 +405,20 @@ mod tests {
         // Debias (0.5, 0.5) by prior (2/3, 1/3): (0.75, 1.5) -> (1/3, 2/3).
         assert!(close(&pride_debias(&[0.5, 0.5], &[2.0 / 3.0, 1.0 / 3.0]), &[1.0 / 3.0, 2.0 / 3.0]));
         assert!(close(&pride_debias(&[0.5, 0.5], &[1.0]), &[0.5, 0.5]));
+    }
+
+    #[test]
+    fn batch_calibration_by_hand() {
+        // Three rows under one ordering: (0.7, 0.3), (0.9, 0.1), (0.5, 0.5); mean (0.7, 0.3).
+        let rows = vec![vec![0.7, 0.3], vec![0.9, 0.1], vec![0.5, 0.5]];
+        let prior = batch_prior(&rows);
+        assert!(close(&prior, &[0.7, 0.3]));
+        // Row 1 is the prior itself: uniform. Row 3: (0.5/0.7, 0.5/0.3) = (5/7, 5/3) -> (0.3, 0.7).
+        assert!(close(&prior_debias(&rows[0], &prior), &[0.5, 0.5]));
+        assert!(close(&prior_debias(&rows[2], &prior), &[0.3, 0.7]));
+        // A list of another length is left out; no rows, no prior.
+        assert!(close(&batch_prior(&[vec![0.7, 0.3], vec![0.2, 0.3, 0.5]]), &[0.7, 0.3]));
+        assert!(batch_prior(&[]).is_empty());
     }
 }
 

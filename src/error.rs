@@ -51,6 +51,19 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// A result file with too little in it to fit a temperature and check it (`calibrate`).
+    #[error("{path}: {rows} rows ({wrong} wrong, {right} right, {groups} groups) are too few to fit a temperature and check it on {folds} held-out folds: that needs at least {min_rows} rows, {min_errors} wrong and {min_errors} right, and a group per fold. Fit it on a larger run of the same configuration (the whole eval set, without --limit or --family)")]
+    TooFewToCalibrate {
+        path: PathBuf,
+        rows: usize,
+        wrong: usize,
+        right: usize,
+        groups: usize,
+        folds: usize,
+        min_rows: usize,
+        min_errors: usize,
+    },
+
     #[error("prompt has {tokens} tokens but the model's context holds {context}; shorten the text")]
     ContextOverflow { tokens: usize, context: usize },
 

@@ -34,6 +34,7 @@ macro_rules! option_names {
 }
 
 pub mod bench;
+pub mod calibrate;
 pub mod combine;
 pub mod config;
 pub mod debias;

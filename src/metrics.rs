@@ -14,6 +14,13 @@
 //!   Brier 1 and NLL `-ln(1e-12)` (about 27.6).
 //! - Balanced accuracy is keyed by the gold option's id, not its index.
 //! - An empty row set gives 0 for every rate (it never occurs in a run: an eval set is never empty).
+//! - Selective answering ([`selective`]): answer a row only when its confidence is at least a
+//!   threshold. Rows are taken from the most confident down; tied confidences enter together (a
+//!   threshold cannot split them). Risk is the error rate among the rows answered (an invalid
+//!   row, confidence 0, is answered only at threshold 0 and is an error).
+//! - Position bias ([`position_bias`]) reads each ordering's own letter probabilities, before any
+//!   debiasing: the letter the model chose under that ordering, against the letter the gold
+//!   option sat at.
 
 use crate::math::{mix64, SplitMix64};
 use rayon::prelude::*;
@@ -32,6 +39,20 @@ pub const DEFAULT_SEED: u64 = 0;
 pub const INTERVAL_LEVEL: f64 = 0.95;
 /// Name of the confusion-matrix column counting invalid replies.
 pub const INVALID: &str = "invalid";
+/// Most points a result file keeps of the risk–coverage curve.
+pub const RISK_COVERAGE_POINTS: usize = 101;
+/// The error rates the coverage is reported at (1 %, 5 %, 10 %).
+pub const SELECTIVE_RISKS: [f64; 3] = [0.01, 0.05, 0.10];
+
+/// One ordering of a row as the position-bias figures see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LetterPick {
+    /// The letter slot the model chose under this ordering (the argmax of its own letter
+    /// probabilities); `None` for an invalid generated reply.
+    pub chosen: Option<usize>,
+    /// The slot the gold option sat at.
+    pub gold: usize,
+}
 
 /// One scored (item, criterion): what the metrics need from a run's row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +69,9 @@ pub struct ScoredRow {
     pub predicted: Option<usize>,
     /// Whether the prediction changed between orderings; `None` = not checked (one ordering).
     pub order_unstable: Option<bool>,
+    /// Each scored ordering's chosen and gold letter (empty when not known).
+    #[serde(default)]
+    pub letter_picks: Vec<LetterPick>,
 }
 
 impl ScoredRow {
@@ -145,6 +169,74 @@ pub struct Interval {
     pub seed: u64,
 }
 
+/// One point of the risk–coverage curve: answering only the rows whose confidence is at least
+/// `threshold` answers `coverage` of them, and `risk` of those answered are wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RiskCoveragePoint {
+    pub threshold: f64,
+    pub coverage: f64,
+    pub risk: f64,
+}
+
+/// The most a judge can answer at an error rate of at most `max_risk`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CoverageAtRisk {
+    pub max_risk: f64,
+    /// Largest share of rows answered with risk ≤ `max_risk`; null when no threshold reaches it.
+    pub coverage: Option<f64>,
+    /// The confidence threshold that gives it (`score --abstain-below` this value); null likewise.
+    pub threshold: Option<f64>,
+}
+
+/// Selective answering: the risk–coverage curve and the coverage at [`SELECTIVE_RISKS`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Selective {
+    /// From the most confident threshold (smallest coverage) to all rows answered; at most
+    /// [`RISK_COVERAGE_POINTS`] points, evenly spaced among the distinct thresholds, the first
+    /// and last always kept.
+    pub curve: Vec<RiskCoveragePoint>,
+    /// Computed on every threshold, not on the kept points.
+    pub coverage_at_risk: Vec<CoverageAtRisk>,
+}
+
+/// How often one letter slot was chosen and how often the gold option sat there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LetterBias {
+    pub letter: String,
+    pub chosen: usize,
+    pub gold: usize,
+    /// `chosen` over the readings with a valid choice (0 when there are none).
+    pub chosen_share: f64,
+    /// `gold` over every reading (0 when there are none).
+    pub gold_share: f64,
+}
+
+/// Accuracy of a subset of rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SubsetAccuracy {
+    pub rows: usize,
+    pub accuracy: f64,
+}
+
+/// Which letters the model favours, and what order flips say about correctness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PositionBias {
+    /// Per letter (A, B, …), over every scored ordering of every row.
+    pub letters: Vec<LetterBias>,
+    /// Orderings counted (every scored ordering of every row).
+    pub readings: usize,
+    /// Rows whose prediction agreed across orderings; null when none (or none was checked).
+    pub stable: Option<SubsetAccuracy>,
+    /// Order-unstable rows; null when none (or none was checked).
+    pub unstable: Option<SubsetAccuracy>,
+}
+
 /// Everything a run reports about its rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -155,6 +247,14 @@ pub struct Summary {
     pub mean_family_balanced_accuracy: f64,
     /// Group bootstrap interval of `mean_family_balanced_accuracy`.
     pub bootstrap: Interval,
+    /// Risk–coverage of all rows (absent in files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub selective: Option<Selective>,
+    /// Letter preference and order stability of all rows (absent in files written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub position_bias: Option<PositionBias>,
 }
 
 fn ratio(num: usize, den: usize) -> f64 {
@@ -295,7 +395,92 @@ pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
         families,
         mean_family_balanced_accuracy,
         bootstrap: Interval { level: INTERVAL_LEVEL, lo, hi, resamples, seed },
+        selective: Some(selective(rows)),
+        position_bias: Some(position_bias(rows)),
     }
+}
+
+/// Every distinct-threshold point of the risk–coverage curve, most confident first.
+fn risk_coverage(rows: &[ScoredRow]) -> Vec<RiskCoveragePoint> {
+    let n = rows.len();
+    let mut by_conf: Vec<(f64, bool)> = rows.iter().map(|r| (r.confidence(), r.correct())).collect();
+    by_conf.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut points = Vec::new();
+    let mut wrong = 0usize;
+    for (i, &(c, ok)) in by_conf.iter().enumerate() {
+        wrong += !ok as usize;
+        // A tie enters whole: a point only where the next confidence is lower.
+        if by_conf.get(i + 1).is_none_or(|next| next.0 < c) {
+            points.push(RiskCoveragePoint { threshold: c, coverage: ratio(i + 1, n), risk: ratio(wrong, i + 1) });
+        }
+    }
+    points
+}
+
+/// `points` thinned to at most `max` (evenly spaced by index, the first and last kept).
+fn thin(points: Vec<RiskCoveragePoint>, max: usize) -> Vec<RiskCoveragePoint> {
+    if points.len() <= max || max < 2 {
+        return points;
+    }
+    let last = points.len() - 1;
+    let mut keep: Vec<usize> = (0..max).map(|j| (j * last + (max - 1) / 2) / (max - 1)).collect();
+    keep.dedup();
+    keep.into_iter().map(|i| points[i].clone()).collect()
+}
+
+/// The risk–coverage curve (thinned to [`RISK_COVERAGE_POINTS`]) and the coverage at each of
+/// [`SELECTIVE_RISKS`].
+pub fn selective(rows: &[ScoredRow]) -> Selective {
+    let points = risk_coverage(rows);
+    let coverage_at_risk = SELECTIVE_RISKS
+        .iter()
+        .map(|&max_risk| {
+            // The largest coverage whose risk is within the bound (a tiny slack for rounding).
+            let best =
+                points.iter().filter(|p| p.risk <= max_risk + 1e-12).max_by(|a, b| a.coverage.total_cmp(&b.coverage));
+            CoverageAtRisk { max_risk, coverage: best.map(|p| p.coverage), threshold: best.map(|p| p.threshold) }
+        })
+        .collect();
+    Selective { curve: thin(points, RISK_COVERAGE_POINTS), coverage_at_risk }
+}
+
+/// The letter `A`, `B`, … of slot `s`.
+fn letter(s: usize) -> String {
+    char::from_u32('A' as u32 + s as u32).map(String::from).unwrap_or_else(|| format!("#{s}"))
+}
+
+/// Per letter, how often chosen against how often gold (over every ordering of every row), and
+/// the accuracy of order-stable against order-unstable rows.
+pub fn position_bias(rows: &[ScoredRow]) -> PositionBias {
+    let slots = rows.iter().flat_map(|r| &r.letter_picks).flat_map(|p| [p.gold + 1, p.chosen.map_or(0, |c| c + 1)]);
+    let n_slots = slots.max().unwrap_or(0);
+    let (mut chosen, mut gold) = (vec![0usize; n_slots], vec![0usize; n_slots]);
+    let (mut readings, mut valid) = (0usize, 0usize);
+    for p in rows.iter().flat_map(|r| &r.letter_picks) {
+        readings += 1;
+        gold[p.gold] += 1;
+        if let Some(c) = p.chosen {
+            chosen[c] += 1;
+            valid += 1;
+        }
+    }
+    let letters = (0..n_slots)
+        .map(|s| LetterBias {
+            letter: letter(s),
+            chosen: chosen[s],
+            gold: gold[s],
+            chosen_share: ratio(chosen[s], valid),
+            gold_share: ratio(gold[s], readings),
+        })
+        .collect();
+    let subset = |unstable: bool| {
+        let rs: Vec<&ScoredRow> = rows.iter().filter(|r| r.order_unstable == Some(unstable)).collect();
+        (!rs.is_empty()).then(|| SubsetAccuracy {
+            rows: rs.len(),
+            accuracy: ratio(rs.iter().filter(|r| r.correct()).count(), rs.len()),
+        })
+    };
+    PositionBias { letters, readings, stable: subset(false), unstable: subset(true) }
 }
 
 /// Percentile by linear interpolation between order statistics (NumPy's default).
@@ -425,10 +610,116 @@ pub struct Comparison {
     pub unpaired_a: usize,
     /// Rows of B whose id A lacks.
     pub unpaired_b: usize,
+    /// Group bootstrap intervals of B − A on the paired rows; null without paired rows
+    /// (absent in comparisons made before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub difference: Option<PairedBootstrap>,
 }
 
-/// Pair two runs' rows by id (the first row of an id in each run) and compare them.
+/// A paired difference (B − A) and its bootstrap percentile interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct DiffInterval {
+    pub estimate: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The group bootstrap of a paired comparison: the paired rows' group ids (A's) are drawn with
+/// replacement, each draw bringing all its rows in both runs, `resamples` times from `seed`;
+/// the interval is the (2.5, 97.5) percentiles of B − A over the draws.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PairedBootstrap {
+    pub level: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    /// Groups drawn from.
+    pub groups: usize,
+    pub accuracy: DiffInterval,
+    /// Balanced accuracy over all paired rows (mean recall over the gold options present).
+    pub balanced_accuracy: DiffInterval,
+}
+
+/// The group bootstrap of B − A in accuracy and balanced accuracy over paired rows `(a, b)`.
+/// `None` without pairs or resamples. Each resample has its own generator (from the seed and its
+/// index), so the result does not depend on thread scheduling.
+fn paired_bootstrap(pairs: &[(&ScoredRow, &ScoredRow)], resamples: usize, seed: u64) -> Option<PairedBootstrap> {
+    if pairs.is_empty() || resamples == 0 {
+        return None;
+    }
+    // Gold classes and groups numbered in order of first appearance; a group's rows become
+    // (class, a right, b right) cells.
+    let mut classes: HashMap<String, usize> = HashMap::new();
+    let mut groups: HashMap<&str, usize> = HashMap::new();
+    let mut cells: Vec<Vec<(usize, bool, bool)>> = Vec::new();
+    for (a, b) in pairs {
+        let nc = classes.len();
+        let c = *classes.entry(a.gold_id()).or_insert(nc);
+        let ng = groups.len();
+        let g = *groups.entry(&a.group_id).or_insert(ng);
+        if g == cells.len() {
+            cells.push(Vec::new());
+        }
+        cells[g].push((c, a.correct(), b.correct()));
+    }
+    let (nc, ng) = (classes.len(), cells.len());
+    // (accuracy B − A, balanced accuracy B − A) of a multiset of groups.
+    let diffs = |draw: &mut dyn FnMut() -> usize| {
+        let (mut total, mut hit_a, mut hit_b) = (vec![0u32; nc], vec![0u32; nc], vec![0u32; nc]);
+        for _ in 0..ng {
+            for &(c, ca, cb) in &cells[draw()] {
+                total[c] += 1;
+                hit_a[c] += ca as u32;
+                hit_b[c] += cb as u32;
+            }
+        }
+        let n: u32 = total.iter().sum();
+        let acc = (hit_b.iter().sum::<u32>() as f64 - hit_a.iter().sum::<u32>() as f64) / n as f64;
+        let present: Vec<usize> = (0..nc).filter(|&c| total[c] > 0).collect();
+        let recall = |h: &[u32]| present.iter().map(|&c| h[c] as f64 / total[c] as f64).sum::<f64>();
+        let bal = (recall(&hit_b) - recall(&hit_a)) / present.len() as f64;
+        (acc, bal)
+    };
+    let mut k = 0;
+    let (acc, bal) = diffs(&mut || {
+        k += 1;
+        k - 1
+    });
+    let (mut accs, mut bals): (Vec<f64>, Vec<f64>) = (0..resamples)
+        .into_par_iter()
+        .map(|i| {
+            let mut rng = SplitMix64(mix64(seed ^ mix64(i as u64 + 1)));
+            diffs(&mut || rng.below(ng))
+        })
+        .unzip();
+    accs.sort_by(f64::total_cmp);
+    bals.sort_by(f64::total_cmp);
+    let interval = |estimate: f64, v: &[f64]| DiffInterval {
+        estimate,
+        lo: percentile(v, (1.0 - INTERVAL_LEVEL) / 2.0),
+        hi: percentile(v, 1.0 - (1.0 - INTERVAL_LEVEL) / 2.0),
+    };
+    Some(PairedBootstrap {
+        level: INTERVAL_LEVEL,
+        resamples,
+        seed,
+        groups: ng,
+        accuracy: interval(acc, &accs),
+        balanced_accuracy: interval(bal, &bals),
+    })
+}
+
+/// Pair two runs' rows by id and compare them, with the bootstrap's defaults
+/// ([`DEFAULT_RESAMPLES`], [`DEFAULT_SEED`]).
 pub fn compare(a: &[ScoredRow], b: &[ScoredRow]) -> Comparison {
+    compare_with(a, b, DEFAULT_RESAMPLES, DEFAULT_SEED)
+}
+
+/// Pair two runs' rows by id (the first row of an id in each run) and compare them: McNemar on
+/// the discordant rows and a group bootstrap of `resamples` draws from `seed` on the difference.
+pub fn compare_with(a: &[ScoredRow], b: &[ScoredRow], resamples: usize, seed: u64) -> Comparison {
     let mut b_by_id: HashMap<&str, &ScoredRow> = HashMap::new();
     for r in b {
         b_by_id.entry(&r.id).or_insert(r);
@@ -437,6 +728,7 @@ pub fn compare(a: &[ScoredRow], b: &[ScoredRow]) -> Comparison {
     let mut used: HashSet<&str> = HashSet::new();
     let mut pairs: BTreeMap<&str, (Vec<&ScoredRow>, Vec<&ScoredRow>)> = BTreeMap::new();
     let (mut paired, mut only_a, mut only_b, mut hits_a, mut hits_b, mut unpaired_a) = (0, 0, 0, 0, 0, 0);
+    let mut all_pairs: Vec<(&ScoredRow, &ScoredRow)> = Vec::new();
     for ra in a {
         let Some(rb) = b_by_id.get(ra.id.as_str()).filter(|_| used.insert(ra.id.as_str())) else {
             unpaired_a += 1;
@@ -451,6 +743,7 @@ pub fn compare(a: &[ScoredRow], b: &[ScoredRow]) -> Comparison {
         let e = pairs.entry(&ra.family).or_default();
         e.0.push(ra);
         e.1.push(rb);
+        all_pairs.push((ra, rb));
     }
     let unpaired_b = b.iter().filter(|r| !a_ids.contains(r.id.as_str())).count();
     let acc = |rs: &[&ScoredRow]| ratio(rs.iter().filter(|r| r.correct()).count(), rs.len());
@@ -477,6 +770,7 @@ pub fn compare(a: &[ScoredRow], b: &[ScoredRow]) -> Comparison {
         families,
         unpaired_a,
         unpaired_b,
+        difference: paired_bootstrap(&all_pairs, resamples, seed),
     }
 }
 
@@ -497,6 +791,7 @@ mod tests {
             probs,
             predicted,
             order_unstable: None,
+            letter_picks: Vec::new(),
         }
     }
 
@@ -703,5 +998,129 @@ mod tests {
         // family g, A: gold z wrong, gold x right: (0 + 1) / 2; B: z right, x wrong: same.
         let g = &c.families["g"];
         assert!(close(g.balanced_accuracy_a, 0.5) && close(g.balanced_accuracy_b, 0.5));
+    }
+
+    #[test]
+    fn risk_coverage_points_by_hand() {
+        // Confidences 0.9 (right), 0.8 (wrong), 0.7 (right), 0.6 (right):
+        // coverage 1/4 risk 0; 2/4 risk 1/2; 3/4 risk 1/3; 4/4 risk 1/4.
+        let rows = vec![
+            row("1", "f", "1", 0, Some(vec![0.9, 0.05, 0.05])),
+            row("2", "f", "2", 1, Some(vec![0.8, 0.1, 0.1])),
+            row("3", "f", "3", 0, Some(vec![0.7, 0.2, 0.1])),
+            row("4", "f", "4", 0, Some(vec![0.6, 0.3, 0.1])),
+        ];
+        let s = selective(&rows);
+        let got: Vec<(f64, f64, f64)> = s.curve.iter().map(|p| (p.threshold, p.coverage, p.risk)).collect();
+        let want = [(0.9, 0.25, 0.0), (0.8, 0.5, 0.5), (0.7, 0.75, 1.0 / 3.0), (0.6, 1.0, 0.25)];
+        assert_eq!(got.len(), 4);
+        for (g, w) in got.iter().zip(want) {
+            assert!(close(g.0, w.0) && close(g.1, w.1) && close(g.2, w.2), "{g:?} {w:?}");
+        }
+        // Risk <= 1 %, 5 %, 10 %: only the first point, coverage 1/4 at threshold 0.9.
+        for c in &s.coverage_at_risk {
+            assert_eq!((c.coverage, c.threshold), (Some(0.25), Some(0.9)), "{c:?}");
+        }
+        // The most confident row wrong: no threshold reaches 10 %, so null; a tie enters whole
+        // (0.8 twice, one wrong: a single point at coverage 2/3, risk 1/2).
+        let rows = vec![
+            row("1", "f", "1", 1, Some(vec![0.95, 0.05, 0.0])),
+            row("2", "f", "2", 0, Some(vec![0.8, 0.2, 0.0])),
+            row("3", "f", "3", 1, Some(vec![0.8, 0.2, 0.0])),
+        ];
+        let s = selective(&rows);
+        assert!(s.coverage_at_risk.iter().all(|c| c.coverage.is_none() && c.threshold.is_none()));
+        assert_eq!(s.curve.len(), 2);
+        assert!(close(s.curve[1].coverage, 1.0) && close(s.curve[1].risk, 2.0 / 3.0));
+        assert!(close(s.curve[0].coverage, 1.0 / 3.0) && close(s.curve[0].risk, 1.0));
+    }
+
+    #[test]
+    fn the_curve_is_thinned_keeping_its_ends() {
+        // 300 distinct confidences: at most 101 points, the first (coverage 1/300) and the last.
+        let rows: Vec<ScoredRow> = (0..300)
+            .map(|i| {
+                let c = 0.4 + 0.5 * i as f64 / 300.0;
+                row(&i.to_string(), "f", &i.to_string(), i % 2, Some(vec![c, 1.0 - c, 0.0]))
+            })
+            .collect();
+        let s = selective(&rows);
+        assert_eq!(s.curve.len(), RISK_COVERAGE_POINTS);
+        assert!(close(s.curve[0].coverage, 1.0 / 300.0) && close(s.curve[100].coverage, 1.0));
+        assert!(s.curve.windows(2).all(|w| w[0].coverage < w[1].coverage));
+        // Indices kept: (j * 299 + 50) / 100; j = 1 gives 3, so the second point covers 4 rows.
+        assert!(close(s.curve[1].coverage, 4.0 / 300.0));
+    }
+
+    #[test]
+    fn position_bias_by_hand() {
+        // Row 1 (gold 0), two orderings: [0,1,2] chose A (gold at A); [1,2,0] chose A (gold at C).
+        // Row 2 (gold 1), one ordering [0,1,2]: chose B (gold at B). Row 3: invalid reply (gold at A).
+        let mut r1 = row("1", "f", "1", 0, Some(vec![0.5, 0.3, 0.2]));
+        r1.letter_picks = vec![LetterPick { chosen: Some(0), gold: 0 }, LetterPick { chosen: Some(0), gold: 2 }];
+        r1.order_unstable = Some(true);
+        let mut r2 = row("2", "f", "2", 1, Some(vec![0.2, 0.7, 0.1]));
+        r2.letter_picks = vec![LetterPick { chosen: Some(1), gold: 1 }];
+        r2.order_unstable = Some(false);
+        let mut r3 = row("3", "f", "3", 0, None);
+        r3.letter_picks = vec![LetterPick { chosen: None, gold: 0 }];
+        let b = position_bias(&[r1, r2, r3]);
+        assert_eq!(b.readings, 4);
+        let counts: Vec<(&str, usize, usize)> =
+            b.letters.iter().map(|l| (l.letter.as_str(), l.chosen, l.gold)).collect();
+        assert_eq!(counts, [("A", 2, 2), ("B", 1, 1), ("C", 0, 1)]);
+        // Shares: chosen over the 3 valid readings, gold over all 4.
+        assert!(close(b.letters[0].chosen_share, 2.0 / 3.0) && close(b.letters[2].gold_share, 0.25));
+        // Row 1 is right (0.5 on gold) and unstable; row 2 right and stable; row 3 unchecked.
+        assert_eq!(b.unstable, Some(SubsetAccuracy { rows: 1, accuracy: 1.0 }));
+        assert_eq!(b.stable, Some(SubsetAccuracy { rows: 1, accuracy: 1.0 }));
+        let none = position_bias(&[]);
+        assert!(none.letters.is_empty() && none.stable.is_none() && none.unstable.is_none());
+    }
+
+    #[test]
+    fn paired_bootstrap_on_a_toy_with_a_fixed_seed() {
+        let hot = |i: usize| {
+            let mut p = vec![0.0; 3];
+            p[i] = 1.0;
+            Some(p)
+        };
+        // Two groups. g1: rows 1, 2 (gold x): A right on both, B right on neither: a group
+        // difference of -2 rows. g2: rows 3, 4 (gold y): A wrong on both, B right on both: +2.
+        let a = vec![
+            row("1", "f", "g1", 0, hot(0)),
+            row("2", "f", "g1", 0, hot(0)),
+            row("3", "f", "g2", 1, hot(0)),
+            row("4", "f", "g2", 1, hot(0)),
+        ];
+        let b = vec![
+            row("1", "f", "g1", 0, hot(1)),
+            row("2", "f", "g1", 0, hot(1)),
+            row("3", "f", "g2", 1, hot(1)),
+            row("4", "f", "g2", 1, hot(1)),
+        ];
+        let c = compare_with(&a, &b, 1000, 0);
+        let d = c.difference.clone().unwrap();
+        assert_eq!((d.groups, d.resamples, d.seed), (2, 1000, 0));
+        // Point estimates: accuracy 2/4 - 2/4 = 0; balanced: recall x 1 -> 0, y 0 -> 1: 0.
+        assert!(close(d.accuracy.estimate, 0.0) && close(d.balanced_accuracy.estimate, 0.0));
+        // A resample is {g1, g1} (accuracy -1), {g1, g2} (0) or {g2, g2} (+1), with chances 1/4,
+        // 1/2, 1/4; over 1000 draws both ends occur far more than 25 times, so the 2.5 and 97.5
+        // percentiles are -1 and +1. Balanced accuracy: {g1, g1} has only class x: 0 - 1 = -1.
+        assert!(close(d.accuracy.lo, -1.0) && close(d.accuracy.hi, 1.0), "{d:?}");
+        assert!(close(d.balanced_accuracy.lo, -1.0) && close(d.balanced_accuracy.hi, 1.0), "{d:?}");
+        // One resample, replayed by hand: draw 0's generator picks the groups.
+        let one = compare_with(&a, &b, 1, 7).difference.unwrap();
+        let mut rng = SplitMix64(mix64(7 ^ mix64(1)));
+        let picks = [rng.below(2), rng.below(2)];
+        let want = match picks.iter().sum::<usize>() {
+            0 => -1.0,
+            1 => 0.0,
+            _ => 1.0,
+        };
+        assert!(close(one.accuracy.lo, want) && close(one.accuracy.hi, want), "{picks:?} {one:?}");
+        // The same seed gives the same interval; no paired rows, no interval.
+        assert_eq!(compare_with(&a, &b, 1000, 0).difference, Some(d));
+        assert!(compare(&a, &[]).difference.is_none());
     }
 }

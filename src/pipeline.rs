@@ -1,10 +1,12 @@
 //! The stages of a job in order, once it is planned: exec reads the prompts other rows depend
 //! on first (PriDe's sample, the content-free calibration prompts), then the rows', and combine
-//! finishes each row as its last prompt is read, handing it to the caller. `run` (eval sets,
-//! with gold) and `score` (texts, without) both go through here, so both get every debias mode,
-//! resuming and stopping.
+//! finishes each row as its last prompt is read, handing it to the caller. Batch calibration is
+//! the exception: its prior is the mean over every row, so it reads every row's prompts first
+//! (those of rows done before a resume too, so that the prior is the uninterrupted job's) and
+//! finishes all rows at the end. `run` (eval sets, with gold) and `score` (texts, without) both
+//! go through here, so both get every debias mode, resuming and stopping.
 
-use crate::combine::{self, Combined};
+use crate::combine::{self, Combined, Priors};
 use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::engine::PassOptions;
@@ -51,7 +53,7 @@ pub fn execute<F: Forward>(
     let n_options = |ri: usize| planned.row_orderings[ri].first().map_or(0, |o| o.len());
     // 1. What other rows depend on. By option count, in order, so that the file's
     // `debias_state` is the same from run to run.
-    let pride_prior: BTreeMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
+    let pride: BTreeMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
         let sample: HashSet<usize> = planned.pride_sample.iter().copied().collect();
         let idx: Vec<usize> = (0..prompts.len()).filter(|&i| sample.contains(&prompts[i].row)).collect();
         let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
@@ -76,8 +78,12 @@ pub fn execute<F: Forward>(
         let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
         add(&mut tally, w);
     }
+    if config.debias == DebiasMode::Batch {
+        return execute_batch(model, opts, planned, config, done, tally, on_rows);
+    }
+    let priors = Priors { pride, ..Priors::default() };
     let finish = |ri: usize, readings: &HashMap<usize, Reading>| {
-        (ri, combine::combine_row(ri, n_options(ri), planned, readings, config, &pride_prior))
+        (ri, combine::combine_row(ri, n_options(ri), planned, readings, config, &priors))
     };
     // 2. The rows, finishing one by one.
     let mut remaining: HashMap<usize, usize> = HashMap::new();
@@ -115,5 +121,46 @@ pub fn execute<F: Forward>(
     };
     let w = exec::exec(model, config, opts, prompts, &todo, &is_done, &mut readings, &mut on_batch)?;
     add(&mut tally, w);
+    Ok(tally)
+}
+
+/// Batch calibration's phases: read every row's prompts (done rows' too: the prior is the mean
+/// over all of them), estimate the prior per option count and rotation, then finish every row
+/// not done. Stopping while reading finishes no row.
+fn execute_batch<F: Forward>(
+    model: &F,
+    opts: PassOptions,
+    planned: &Planned,
+    config: &RunConfig,
+    done: &HashSet<usize>,
+    mut tally: Tally,
+    on_rows: &mut OnRows<'_>,
+) -> Result<Tally> {
+    let prompts = &planned.prompts;
+    let mut readings: HashMap<usize, Reading> = HashMap::new();
+    let idx: Vec<usize> = (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::Real(_))).collect();
+    let before = tally.clone();
+    let w = exec::exec(model, config, opts, prompts, &idx, &|_| false, &mut readings, &mut |_, _| {
+        on_rows(Vec::new(), &before)
+    })?;
+    tally.work.computed += w.computed;
+    tally.work.unique += w.unique;
+    tally.work.stopped |= w.stopped;
+    if w.stopped {
+        return Ok(tally);
+    }
+    let priors = Priors { batch: combine::batch_prior(planned, &readings), ..Priors::default() };
+    tally.debias_state = serde_json::json!({ "prior": priors.batch });
+    let rows = planned.row_orderings.len();
+    let finished: Vec<(usize, Combined)> = (0..rows)
+        .filter(|i| !done.contains(i))
+        .map(|ri| {
+            let n = planned.row_orderings[ri].first().map_or(0, |o| o.len());
+            (ri, combine::combine_row(ri, n, planned, &readings, config, &priors))
+        })
+        .collect();
+    if !on_rows(finished, &tally)? {
+        tally.work.stopped = true;
+    }
     Ok(tally)
 }

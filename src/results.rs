@@ -203,6 +203,16 @@ impl RowRecord {
             probs: self.probs.clone(),
             predicted: self.predicted,
             order_unstable: self.order_unstable,
+            letter_picks: self
+                .orderings
+                .iter()
+                .filter_map(|o| {
+                    let gold = o.order.iter().position(|&i| i == self.gold)?;
+                    // An invalid generated reply has no letter: all its letter probabilities are 0.
+                    let chosen = o.letter_probs.iter().any(|&p| p > 0.0).then(|| crate::math::argmax(&o.letter_probs));
+                    Some(crate::metrics::LetterPick { chosen, gold })
+                })
+                .collect(),
         }
     }
 }

@@ -59,7 +59,18 @@ pub struct RunInput<'a> {
 /// answer, enough groups for the shots, the limit): what a shell calls before loading a model,
 /// so that a bad input is refused at once.
 pub fn check_input(eval_set: &EvalSet, config: &RunConfig, limit: Option<usize>) -> Result<()> {
+    refuse_abstaining(config)?;
     Job::from_eval_set(eval_set, config, limit).map(|_| ())
+}
+
+/// A run answers every row: abstaining is for scoring texts.
+fn refuse_abstaining(config: &RunConfig) -> Result<()> {
+    if config.abstain_below.is_some() || config.abstain_letter_mass.is_some() {
+        return Err(Error::Config(
+            "a run answers every row; abstaining is for `score` (a run's metrics hold the risk–coverage curve and the coverage at 1 %, 5 % and 10 % error instead)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The configuration to complete `partial` with on `engine`: the file's own, once the file is
@@ -117,6 +128,8 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     let start = Instant::now();
     // Checked here too: a caller may build the configuration by hand.
     let config = config.to_builder().build()?.resolve(engine);
+    refuse_abstaining(&config)?;
+    crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     // 1. Input: the rows and shots; what a partial file has done already.
     let job = Job::from_eval_set(eval_set, &config, limit)?;
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();

@@ -29,6 +29,18 @@ pub struct OptionResult {
     pub probability: f64,
 }
 
+/// Why a criterion got no answer (`score --abstain-below`, `--abstain-letter-mass`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Abstained {
+    /// The top probability was below the `abstain_below` threshold.
+    Confidence,
+    /// The letters' share of the next-token distribution was below `abstain_letter_mass`:
+    /// the model wanted to say something other than a letter (none of the options fits).
+    LetterMass,
+}
+
 /// The decision on one criterion for one text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -38,8 +50,14 @@ pub struct CriterionResult {
     pub kind: QuestionKind,
     /// Options in the rubric's order, with probabilities.
     pub options: Vec<OptionResult>,
-    pub chosen: String,
+    /// The chosen option's id; null when the judge abstained (`abstained` says why).
+    pub chosen: Option<String>,
+    /// The top probability (the chosen option's, or the one abstained on).
     pub probability: f64,
+    /// Present when no answer was given: `confidence` or `letter_mass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub abstained: Option<Abstained>,
     /// For `score` questions: the probability-weighted level.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
@@ -97,6 +115,9 @@ pub fn score_texts(
 ) -> Result<Vec<TextResult>> {
     check_config(config)?;
     let config = config.clone().resolve(engine);
+    if config.calibration.is_some() {
+        crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+    }
     let job = Job::from_texts(rubric, texts);
     let planned = plan::plan(engine, &job, &config)?;
     let per_text = rubric.criteria.len();
@@ -122,7 +143,7 @@ pub fn score_texts(
                 slots[ri - ti * per_text] = Some(c);
                 if slots.iter().all(Option::is_some) {
                     let combined: Vec<Combined> = decided.remove(&ti).into_iter().flatten().flatten().collect();
-                    let r = text_result(ti, &texts[ti], &rubric.criteria, combined);
+                    let r = text_result(ti, &texts[ti], &rubric.criteria, combined, &config);
                     go_on &= on_text(&r, results.len() + 1, total);
                     results.insert(ti, r);
                 }
@@ -133,18 +154,33 @@ pub fn score_texts(
     Ok(results.into_values().collect())
 }
 
-fn text_result(index: usize, text: &Text, criteria: &[Criterion], combined: Vec<Combined>) -> TextResult {
+fn text_result(
+    index: usize,
+    text: &Text,
+    criteria: &[Criterion],
+    combined: Vec<Combined>,
+    config: &RunConfig,
+) -> TextResult {
     let truncated_tokens = combined.iter().filter_map(|c| c.truncated_tokens).max();
-    let criteria = criteria.iter().zip(combined).map(|(c, d)| decide(c, d)).collect();
+    let criteria = criteria.iter().zip(combined).map(|(c, d)| decide(c, d, config)).collect();
     TextResult { index, id: text.id.clone(), criteria, truncated_tokens }
 }
 
-fn decide(c: &Criterion, d: Combined) -> CriterionResult {
+fn decide(c: &Criterion, d: Combined, config: &RunConfig) -> CriterionResult {
     let probs = d.probs.unwrap_or_else(|| vec![0.0; c.options.len()]);
     let best = argmax(&probs);
     let runner_up = probs.iter().enumerate().filter(|(i, _)| *i != best).map(|(_, p)| *p).fold(0.0, f64::max);
     let margin = probs[best] - runner_up;
     let mass: Vec<f64> = d.orderings.iter().filter_map(|o| o.letter_mass).collect();
+    let letter_mass = (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64);
+    // The letter mass first: a model that wanted another token is not merely unsure.
+    let abstained = if config.abstain_letter_mass.is_some_and(|m| letter_mass.is_some_and(|l| l < m)) {
+        Some(Abstained::LetterMass)
+    } else if config.abstain_below.is_some_and(|p| probs[best] < p) {
+        Some(Abstained::Confidence)
+    } else {
+        None
+    };
     CriterionResult {
         criterion: c.name.clone(),
         kind: c.kind,
@@ -154,13 +190,14 @@ fn decide(c: &Criterion, d: Combined) -> CriterionResult {
             .zip(&probs)
             .map(|(o, p)| OptionResult { id: o.id.clone(), description: o.description.clone(), probability: *p })
             .collect(),
-        chosen: c.options[best].id.clone(),
+        chosen: abstained.is_none().then(|| c.options[best].id.clone()),
         probability: probs[best],
+        abstained,
         expected_level: (c.kind == QuestionKind::Score)
             .then(|| probs.iter().enumerate().map(|(i, p)| i as f64 * p).sum()),
         margin,
         close: margin < CLOSE_MARGIN,
         order_unstable: d.order_unstable,
-        letter_mass: (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64),
+        letter_mass,
     }
 }

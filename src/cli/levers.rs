@@ -38,7 +38,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    let base = sel.builder().build()?.resolve(&engine);
+    let base = sel.builder()?.build()?.resolve(&engine);
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
     let stop = AtomicBool::new(false);

@@ -2,6 +2,7 @@
 //! each subcommand turns those into library calls and checks what clap cannot (files, models).
 
 mod bench;
+mod calibrate;
 mod completions;
 mod derive;
 mod levers;
@@ -9,6 +10,7 @@ mod mcp;
 mod models;
 mod prompts;
 mod pull;
+mod quality_table;
 mod quantize;
 mod report;
 mod run;
@@ -36,8 +38,10 @@ struct Cli {
 enum Command {
     /// Evaluate a model on a labelled eval set; write a result file.
     Run(run::RunArgs),
-    /// Compare two result files of one eval set (paired by row id, exact McNemar).
+    /// Compare two result files of one eval set (paired by row id: exact McNemar, group bootstrap intervals).
     Compare(report::CompareArgs),
+    /// Fit a temperature on a result file's rows, checked on held-out folds; write a calibration file.
+    Calibrate(calibrate::CalibrateArgs),
     /// The table of every run in a results folder.
     Table(report::TableArgs),
     /// Decide each criterion of a rubric for one text or many.
@@ -84,9 +88,13 @@ pub struct SelectArgs {
     /// Seed for choosing the shots.
     #[arg(long, default_value_t = 0)]
     pub shot_seed: u64,
-    /// none, cyclic, permutation, calibrate or pride.
+    /// none, cyclic, permutation, calibrate, pride or batch.
     #[arg(long, default_value = "none")]
     pub debias: readout::debias::DebiasMode,
+    /// A calibration file (`readout calibrate`): its temperature is applied to every row's
+    /// combined probabilities; recorded in the result file with the file's sha256.
+    #[arg(long, value_name = "CAL.json")]
+    pub calibration: Option<PathBuf>,
     /// A state whose prompt is longer than the model's context: cut it from the middle (head and
     /// tail kept, " […] " between them) instead of refusing the run; recorded in the result file.
     #[arg(long)]
@@ -95,13 +103,22 @@ pub struct SelectArgs {
 
 impl SelectArgs {
     /// The configuration these options set, for the subcommand to add its own and build.
-    pub fn builder(&self) -> readout::config::ConfigBuilder {
-        readout::config::RunConfig::builder()
+    pub fn builder(&self) -> Result<readout::config::ConfigBuilder> {
+        Ok(readout::config::RunConfig::builder()
             .shots(self.shots)
             .shot_seed(self.shot_seed)
             .debias(self.debias)
             .truncate(truncate(self.truncate_middle))
+            .calibration(calibration(self.calibration.as_deref())?))
     }
+}
+
+/// The temperature of a `--calibration` file, as the configuration takes it.
+pub fn calibration(path: Option<&std::path::Path>) -> Result<Option<readout::calibrate::Calibration>> {
+    Ok(match path {
+        Some(p) => Some(readout::calibrate::CalibrationFile::load(p)?.1),
+        None => None,
+    })
 }
 
 /// What to do with a state too long for the context (`--truncate-middle`).
@@ -237,6 +254,7 @@ pub fn run() -> Result<i32> {
         Command::Score(a) => score::run(a),
         Command::Run(a) => run::run_cmd(a),
         Command::Compare(a) => report::compare_cmd(a),
+        Command::Calibrate(a) => calibrate::run(a),
         Command::Table(a) => report::table(a),
         Command::Info(a) => info(a),
         Command::Prompts(a) => prompts::run(a),
@@ -262,7 +280,7 @@ fn info(a: InfoArgs) -> Result<i32> {
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     use readout::Error as E;
     match err.downcast_ref::<E>() {
-        Some(E::BadInput { .. } | E::BadFile { .. }) => 3,
+        Some(E::BadInput { .. } | E::BadFile { .. } | E::TooFewToCalibrate { .. }) => 3,
         Some(E::HubChoice { .. }) => 2,
         Some(
             E::ModelMissing { .. }

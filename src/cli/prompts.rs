@@ -20,7 +20,7 @@ pub fn run(a: PromptsArgs) -> Result<i32> {
     let sel = &a.select;
     let set =
         EvalSet::load(&sel.evalset, &LoadOptions { limit: None, family: sel.family.clone(), ..Default::default() })?;
-    let config = sel.builder().matmul(a.model.matmul).build()?;
+    let config = sel.builder()?.matmul(a.model.matmul).build()?;
     readout::run::check_input(&set, &config, sel.limit)?;
     let engine = a.model.load()?;
     let mut out = std::io::stdout().lock();

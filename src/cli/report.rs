@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use readout::metrics::compare;
+use readout::metrics::compare_with;
 use readout::results::{ResultFile, Status};
 use readout::run::Mode;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,10 @@ pub struct TableArgs {
     /// Print the table's rows as JSON (an array of objects, numbers as numbers) instead of a table.
     #[arg(long)]
     json: bool,
+    /// The judge-quality table instead (accuracy, order-unstable rows, ECE, held-out ECE of a
+    /// temperature, coverage at ≤ 5 % error, by model, debias mode and temperature).
+    #[arg(long, conflicts_with = "json")]
+    quality: bool,
 }
 
 fn debias_rank(d: &str) -> usize {
@@ -65,6 +69,9 @@ fn debias_rank(d: &str) -> usize {
 
 /// The runs of a folder as a table, one row per result file.
 pub fn table(a: TableArgs) -> Result<i32> {
+    if a.quality {
+        return super::quality_table::table(&a.dir, a.markdown.as_deref());
+    }
     let mut runs: Vec<(PathBuf, ResultFile)> = Vec::new();
     let entries = std::fs::read_dir(&a.dir).with_context(|| format!("reading {}", a.dir.display()))?;
     for e in entries.flatten() {
@@ -205,6 +212,12 @@ pub struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Group bootstrap resamples for the intervals on B − A.
+    #[arg(long, default_value_t = readout::metrics::DEFAULT_RESAMPLES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    resamples: usize,
+    /// Seed of the group bootstrap.
+    #[arg(long, default_value_t = readout::metrics::DEFAULT_SEED)]
+    seed: u64,
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
@@ -224,7 +237,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
         }
         .into());
     }
-    let c = compare(&ra.scored_rows(), &rb.scored_rows());
+    let c = compare_with(&ra.scored_rows(), &rb.scored_rows(), a.resamples, a.seed);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
         return Ok(0);
@@ -241,6 +254,21 @@ pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
         "discordant: {} right only in A, {} right only in B; exact McNemar p = {:.4}",
         c.only_a_correct, c.only_b_correct, c.p_value
     );
+    if let Some(d) = &c.difference {
+        println!(
+            "B − A, {:.0} % group bootstrap ({} groups, {} resamples, seed {}): accuracy {:+.3} [{:+.3}, {:+.3}]   balanced accuracy {:+.3} [{:+.3}, {:+.3}]",
+            d.level * 100.0,
+            d.groups,
+            d.resamples,
+            d.seed,
+            d.accuracy.estimate,
+            d.accuracy.lo,
+            d.accuracy.hi,
+            d.balanced_accuracy.estimate,
+            d.balanced_accuracy.lo,
+            d.balanced_accuracy.hi
+        );
+    }
     for (f, d) in &c.families {
         println!(
             "  {f:<28} rows {:>4}  balanced accuracy A {:.3}  B {:.3}  ({:+.3})",

@@ -76,7 +76,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         );
     }
     let mut config = sel
-        .builder()
+        .builder()?
         .mode(a.mode)
         .prompt_version(a.prompt)
         .prune_head(a.prune_head)

@@ -9,7 +9,7 @@ use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::debias::DebiasMode;
 use readout::rubric::Rubric;
-use readout::score::{score_texts, Text, TextResult};
+use readout::score::{score_texts, Abstained, Text, TextResult};
 use readout::texts::{read_texts, TextsFormat};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -37,7 +37,7 @@ pub struct ScoreArgs {
     #[arg(long, conflicts_with = "csv")]
     json: bool,
     /// Print CSV instead of a table: a header, then one row per text and criterion (index, id,
-    /// criterion, chosen, probability, margin, close, order_unstable, expected_level), in text
+    /// criterion, chosen, probability, margin, close, order_unstable, expected_level, abstained), in text
     /// order, flushed as each text is decided.
     #[arg(long)]
     csv: bool,
@@ -46,7 +46,7 @@ pub struct ScoreArgs {
     #[arg(long)]
     as_finished: bool,
     /// How orderings of the options are scored and combined: none, cyclic (every rotation,
-    /// averaged by option id; flags order-unstable answers), permutation, calibrate or pride.
+    /// averaged by option id; flags order-unstable answers), permutation, calibrate, pride or batch.
     #[arg(long, default_value = "none")]
     debias: DebiasMode,
     /// A text whose prompt is longer than the model's context: cut it from the middle (head and
@@ -61,6 +61,17 @@ pub struct ScoreArgs {
     /// texts it holds are not scored again, the rest are appended.
     #[arg(long, requires = "out")]
     resume: bool,
+    /// A calibration file (`readout calibrate`, fitted on a run of this model and debias mode):
+    /// its temperature is applied to every decision's probabilities.
+    #[arg(long, value_name = "CAL.json")]
+    calibration: Option<PathBuf>,
+    /// Answer "no answer" when the top probability is below P (`abstained: "confidence"`).
+    #[arg(long, value_name = "P")]
+    abstain_below: Option<f64>,
+    /// Answer "no answer" when the letters' share of the model's next-token distribution is
+    /// below M: none of the options fits (`abstained: "letter_mass"`).
+    #[arg(long, value_name = "M")]
+    abstain_letter_mass: Option<f64>,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -85,6 +96,9 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         .debias(a.debias)
         .truncate(super::truncate(a.truncate_middle))
         .matmul(a.model.matmul)
+        .calibration(super::calibration(a.calibration.as_deref())?)
+        .abstain_below(a.abstain_below)
+        .abstain_letter_mass(a.abstain_letter_mass)
         .build()?;
     readout::score::check_config(&config)?;
     let mut earlier: Vec<TextResult> = Vec::new();
@@ -206,8 +220,20 @@ struct Printer<'a> {
 }
 
 /// The columns of `score --csv`.
-const CSV_HEADER: [&str; 9] =
-    ["index", "id", "criterion", "chosen", "probability", "margin", "close", "order_unstable", "expected_level"];
+/// `chosen` is empty where the answer was withheld, and `abstained` says why (`confidence` or
+/// `letter_mass`, as in the JSON).
+const CSV_HEADER: [&str; 10] = [
+    "index",
+    "id",
+    "criterion",
+    "chosen",
+    "probability",
+    "margin",
+    "close",
+    "order_unstable",
+    "expected_level",
+    "abstained",
+];
 
 impl<'a> Printer<'a> {
     fn new(format: Format, texts: &'a [Text], as_finished: bool) -> Result<Printer<'a>> {
@@ -271,7 +297,7 @@ impl<'a> Printer<'a> {
 }
 
 /// A text's rows of `score --csv`, one per criterion, in [`CSV_HEADER`]'s columns.
-fn csv_rows(r: &TextResult) -> Vec<[String; 9]> {
+fn csv_rows(r: &TextResult) -> Vec<[String; 10]> {
     r.criteria
         .iter()
         .map(|c| {
@@ -279,12 +305,17 @@ fn csv_rows(r: &TextResult) -> Vec<[String; 9]> {
                 r.index.to_string(),
                 r.id.clone().unwrap_or_default(),
                 c.criterion.clone(),
-                c.chosen.clone(),
+                c.chosen.clone().unwrap_or_default(),
                 c.probability.to_string(),
                 c.margin.to_string(),
                 c.close.to_string(),
                 c.order_unstable.map(|u| u.to_string()).unwrap_or_default(),
                 c.expected_level.map(|e| e.to_string()).unwrap_or_default(),
+                match c.abstained {
+                    Some(Abstained::Confidence) => "confidence".into(),
+                    Some(Abstained::LetterMass) => "letter_mass".into(),
+                    None => String::new(),
+                },
             ]
         })
         .collect()
@@ -356,13 +387,14 @@ fn print_table(out: &mut impl Write, r: &TextResult, t: &Text) -> Result<()> {
         if let Some(e) = c.expected_level {
             flags.push(format!("expected level {e:.2}"));
         }
-        table.add_row(vec![
-            c.criterion.clone(),
-            c.chosen.clone(),
-            format!("{:.3}", c.probability),
-            opts,
-            flags.join(", "),
-        ]);
+        let answer = match (&c.chosen, c.abstained) {
+            (Some(id), _) => id.clone(),
+            (None, Some(Abstained::LetterMass)) => {
+                format!("no answer (letter mass {:.2}: none fits)", c.letter_mass.unwrap_or(0.0))
+            }
+            (None, _) => format!("no answer (p {:.2} too low)", c.probability),
+        };
+        table.add_row(vec![c.criterion.clone(), answer, format!("{:.3}", c.probability), opts, flags.join(", ")]);
     }
     writeln!(out, "{table}\n")?;
     Ok(())

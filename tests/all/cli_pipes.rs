@@ -91,7 +91,18 @@ fn csv_answers_hold_what_the_json_lines_hold() {
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
         header,
-        ["index", "id", "criterion", "chosen", "probability", "margin", "close", "order_unstable", "expected_level"]
+        [
+            "index",
+            "id",
+            "criterion",
+            "chosen",
+            "probability",
+            "margin",
+            "close",
+            "order_unstable",
+            "expected_level",
+            "abstained"
+        ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let want: Vec<(&serde_json::Value, &serde_json::Value)> =
@@ -112,6 +123,7 @@ fn csv_answers_hold_what_the_json_lines_hold() {
             Some(e) => assert_eq!(num(&row[8]), e),
             None => assert_eq!(&row[8], ""),
         }
+        assert_eq!(&row[9], "", "no threshold was given: nothing withheld");
     }
 }
 

@@ -79,3 +79,27 @@ fn the_committed_lever_table_is_generated_from_its_summary() {
     let committed = std::fs::read_to_string(common::repo().join("bench/README.md")).unwrap();
     assert!(committed.contains(&table), "bench/README.md's lever table differs from {}", path.display());
 }
+
+#[test]
+fn the_committed_quality_table_is_generated_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("t.md");
+    let m = md.display().to_string();
+    let out = common::readout(&["table", "bench/results/quality", "--quality", "--markdown", &m]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The rows between the quality table's markers, without their links (whose folder differs).
+    let block = |s: &str| -> Vec<String> {
+        let begin = s.find("<!-- readout quality table: begin").expect("the quality table's markers");
+        let end = s.find("<!-- readout quality table: end").unwrap();
+        s[begin..end]
+            .lines()
+            .filter(|l| l.contains("| [`"))
+            .map(|l| l.split("[`").next().unwrap_or("").into())
+            .collect()
+    };
+    let committed = std::fs::read_to_string(common::repo().join("bench/README.md")).unwrap();
+    let fresh = block(&std::fs::read_to_string(&md).unwrap());
+    assert_eq!(fresh, block(&committed));
+    // Six runs (five debias modes and the temperature) for each of the two models.
+    assert_eq!(fresh.len(), 12);
+}

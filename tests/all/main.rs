@@ -21,5 +21,6 @@ mod gemma3;
 mod hub;
 mod long_state;
 mod mcp;
+mod quality;
 mod quantize_hf;
 mod sentencepiece;

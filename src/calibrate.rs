@@ -1,0 +1,438 @@
+//! Temperature calibration: a small judge's probabilities are often too sure or too timid, and
+//! one number fitted on labelled rows fixes much of that without moving any answer. `readout
+//! calibrate` fits a temperature `T` on a result file's rows — each row's combined probabilities
+//! `p` become `p_i^(1/T) / Σ_j p_j^(1/T)`, the same as dividing the log-probabilities by `T` —
+//! by minimising the mean negative log-likelihood of the gold option, checks it on held-out folds
+//! (fit on the others, score the fold: ECE, NLL and Brier before and after), and writes a
+//! calibration file. `run`/`score --calibration FILE` apply it in combine, after the orderings
+//! are averaged, and the result file records it with the file's sha256.
+//!
+//! Why a temperature and no per-letter prior: a labelled prior per letter would be a second set
+//! of parameters per option count, fitted on few rows of each, and it is not defined on the
+//! averaged probabilities of several orderings (they are per option, not per letter); the letter
+//! prior is what `--debias batch`, `calibrate` and `pride` estimate, without labels.
+//!
+//! Conventions: the negative log-likelihood is convex in `β = 1/T`, so the fit is a golden-section
+//! search over `β` in [[`BETA_RANGE`]]; folds are by group id (rows of one group never sit on
+//! both sides), the groups dealt to [`FOLDS`] folds after a seeded shuffle. Refused below
+//! [`MIN_ROWS`] rows, or with fewer than [`MIN_ERRORS`] wrong or right rows, or fewer groups
+//! than folds.
+
+use crate::debias::DebiasMode;
+use crate::error::{Error, Result};
+use crate::math::SplitMix64;
+use crate::metrics::{self, ScoredRow};
+use crate::results::{ResultFile, Status};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The schema name a calibration file carries.
+pub const SCHEMA: &str = "readout.calibration";
+/// The version of the calibration format this program writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Fewest rows a temperature is fitted on.
+pub const MIN_ROWS: usize = 50;
+/// Fewest wrong rows (and fewest right rows) a temperature is fitted on.
+pub const MIN_ERRORS: usize = 10;
+/// Held-out folds of the check.
+pub const FOLDS: usize = 5;
+/// The inverse temperatures searched: `T` from 0.05 to 20.
+pub const BETA_RANGE: (f64, f64) = (0.05, 20.0);
+
+/// The temperature a job applies: what `RunConfig::calibration` holds and the result file records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Calibration {
+    pub temperature: f64,
+    /// Hex sha256 of the calibration file's bytes.
+    pub sha256: String,
+    /// The calibration file's name, for people.
+    pub file: String,
+    /// The debias mode of the run it was fitted on; a job must use the same.
+    pub debias: DebiasMode,
+    /// Hex sha256 of the model of the run it was fitted on; a job must use the same.
+    pub model_sha256: String,
+}
+
+/// ECE, NLL and Brier of a set of rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Scores {
+    pub ece: f64,
+    pub nll: f64,
+    pub brier: f64,
+}
+
+/// The k-fold check: every row scored by the temperature fitted without its fold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct HeldOut {
+    pub folds: usize,
+    pub seed: u64,
+    /// The temperature fitted on all rows but each fold's.
+    pub fold_temperatures: Vec<f64>,
+    /// The rows as the run gave them.
+    pub before: Scores,
+    /// Each row under its fold's held-out temperature.
+    pub after: Scores,
+}
+
+/// The run a calibration was fitted on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct FittedOn {
+    /// The result file's name and sha256.
+    pub file: String,
+    pub sha256: String,
+    pub model: String,
+    pub model_sha256: String,
+    pub eval_set: String,
+    pub eval_set_sha256: String,
+    pub debias: DebiasMode,
+    pub shots: usize,
+    pub rows: usize,
+    pub wrong: usize,
+}
+
+/// A calibration file, as `readout calibrate` writes it (`schema/calibration.schema.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CalibrationFile {
+    pub schema: String,
+    pub schema_version: u32,
+    pub created: String,
+    pub program_version: String,
+    /// `temperature` (the only method).
+    pub method: String,
+    /// Fitted on all rows.
+    pub temperature: f64,
+    pub fitted_on: FittedOn,
+    pub held_out: HeldOut,
+    /// Rows with all rows' temperature applied (in-sample; `held_out` is the honest check).
+    pub in_sample: Scores,
+    pub min_rows: usize,
+    pub min_errors: usize,
+}
+
+/// Whether a fitted temperature sits at an end of the searched range ([`BETA_RANGE`]): the
+/// NLL wanted it further (at 20, the probabilities carry almost nothing about correctness).
+pub fn at_range_edge(temperature: f64) -> bool {
+    let beta = 1.0 / temperature;
+    (beta - BETA_RANGE.0).abs() < 1e-6 || (beta - BETA_RANGE.1).abs() < 1e-6
+}
+
+/// `p_i^β / Σ_j p_j^β` with `β = 1/temperature`, in log space; a zero stays zero. A vector with
+/// no positive entry comes back as it was.
+pub fn apply_temperature(probs: &[f64], temperature: f64) -> Vec<f64> {
+    let beta = 1.0 / temperature;
+    let logs: Vec<f64> = probs.iter().map(|&p| if p > 0.0 { beta * p.ln() } else { f64::NEG_INFINITY }).collect();
+    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !top.is_finite() {
+        return probs.to_vec();
+    }
+    let e: Vec<f64> = logs.iter().map(|l| (l - top).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.into_iter().map(|v| v / s).collect()
+}
+
+/// Mean negative log-likelihood of the gold options at inverse temperature `beta`
+/// (gold probability floored at [`metrics::NLL_FLOOR`], as the metrics floor it).
+fn nll_at(rows: &[(&[f64], usize)], beta: f64) -> f64 {
+    let sum: f64 = rows
+        .iter()
+        .map(|(p, gold)| {
+            let q = apply_temperature(p, 1.0 / beta);
+            -q.get(*gold).copied().unwrap_or(0.0).max(metrics::NLL_FLOOR).ln()
+        })
+        .sum();
+    sum / rows.len().max(1) as f64
+}
+
+/// The temperature minimising the mean NLL of `(probabilities, gold index)` rows: a
+/// golden-section search over `β = 1/T` in [`BETA_RANGE`] (the NLL is convex in `β`).
+pub fn fit_temperature(rows: &[(&[f64], usize)]) -> f64 {
+    let (mut a, mut b) = BETA_RANGE;
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut c, mut d) = (b - g * (b - a), a + g * (b - a));
+    let (mut fc, mut fd) = (nll_at(rows, c), nll_at(rows, d));
+    while b - a > 1e-9 {
+        if fc <= fd {
+            (b, d, fd) = (d, c, fc);
+            c = b - g * (b - a);
+            fc = nll_at(rows, c);
+        } else {
+            (a, c, fc) = (c, d, fd);
+            d = a + g * (b - a);
+            fd = nll_at(rows, d);
+        }
+    }
+    1.0 / ((a + b) / 2.0)
+}
+
+/// Folds by group: the distinct group ids in order of first appearance, shuffled by `seed`, dealt
+/// round-robin to `k` folds; returns each row's fold.
+fn folds_by_group(rows: &[ScoredRow], k: usize, seed: u64) -> Vec<usize> {
+    let mut groups: Vec<&str> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for r in rows {
+        index.entry(&r.group_id).or_insert_with(|| {
+            groups.push(&r.group_id);
+            groups.len() - 1
+        });
+    }
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    let mut rng = SplitMix64(seed);
+    for i in (1..order.len()).rev() {
+        let j = rng.below(i + 1);
+        order.swap(i, j);
+    }
+    let mut fold_of_group = vec![0; groups.len()];
+    for (pos, &g) in order.iter().enumerate() {
+        fold_of_group[g] = pos % k;
+    }
+    rows.iter().map(|r| fold_of_group[index[r.group_id.as_str()]]).collect()
+}
+
+fn scores(rows: &[ScoredRow]) -> Scores {
+    let m = metrics::metrics(rows);
+    Scores { ece: m.ece, nll: m.nll, brier: m.brier }
+}
+
+fn with_temperature(r: &ScoredRow, t: f64) -> ScoredRow {
+    ScoredRow { probs: r.probs.as_ref().map(|p| apply_temperature(p, t)), ..r.clone() }
+}
+
+/// The fit and its check on rows that have probabilities: `(temperature, held-out check,
+/// in-sample scores)`. `path` names the source in refusals.
+pub fn fit_rows(rows: &[ScoredRow], folds: usize, seed: u64, path: &Path) -> Result<(f64, HeldOut, Scores)> {
+    let wrong = rows.iter().filter(|r| !r.correct()).count();
+    let right = rows.len() - wrong;
+    let groups = rows.iter().map(|r| r.group_id.as_str()).collect::<std::collections::HashSet<_>>().len();
+    if rows.len() < MIN_ROWS || wrong < MIN_ERRORS || right < MIN_ERRORS || groups < folds {
+        return Err(Error::TooFewToCalibrate {
+            path: path.to_path_buf(),
+            rows: rows.len(),
+            wrong,
+            right,
+            groups,
+            folds,
+            min_rows: MIN_ROWS,
+            min_errors: MIN_ERRORS,
+        });
+    }
+    let pairs = |rs: &[&ScoredRow]| -> Vec<(Vec<f64>, usize)> {
+        rs.iter().filter_map(|r| r.probs.clone().map(|p| (p, r.gold))).collect()
+    };
+    let fit = |rs: &[&ScoredRow]| {
+        let owned = pairs(rs);
+        let refs: Vec<(&[f64], usize)> = owned.iter().map(|(p, g)| (p.as_slice(), *g)).collect();
+        fit_temperature(&refs)
+    };
+    let fold = folds_by_group(rows, folds, seed);
+    let fold_temperatures: Vec<f64> = (0..folds)
+        .map(|f| fit(&rows.iter().zip(&fold).filter(|(_, &k)| k != f).map(|(r, _)| r).collect::<Vec<_>>()))
+        .collect();
+    let held: Vec<ScoredRow> =
+        rows.iter().zip(&fold).map(|(r, &k)| with_temperature(r, fold_temperatures[k])).collect();
+    let temperature = fit(&rows.iter().collect::<Vec<_>>());
+    let in_sample: Vec<ScoredRow> = rows.iter().map(|r| with_temperature(r, temperature)).collect();
+    let check = HeldOut { folds, seed, fold_temperatures, before: scores(rows), after: scores(&held) };
+    Ok((temperature, check, scores(&in_sample)))
+}
+
+/// Fit a temperature on a result file (`path` names it; `sha256` is its bytes' hash) with a
+/// `folds`-fold held-out check seeded by `seed`.
+pub fn fit(result: &ResultFile, path: &Path, sha256: &str, folds: usize, seed: u64) -> Result<CalibrationFile> {
+    let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
+    if result.config.mode != crate::config::Mode::Readout {
+        return Err(bad(
+            "was run with --mode generate, whose answers have no probabilities to calibrate; fit on a readout run"
+                .into(),
+        ));
+    }
+    if let Some(c) = &result.config.calibration {
+        return Err(bad(format!(
+            "was run with a temperature applied already ({}, T = {}); fit on a run without --calibration",
+            c.file, c.temperature
+        )));
+    }
+    if result.status == Status::Partial {
+        return Err(bad("is a partial run; complete it with `readout run --resume` first".into()));
+    }
+    if folds < 2 {
+        return Err(Error::Config(format!("a held-out check needs at least 2 folds, not {folds}")));
+    }
+    let rows = result.scored_rows();
+    let (temperature, held_out, in_sample) = fit_rows(&rows, folds, seed, path)?;
+    Ok(CalibrationFile {
+        schema: SCHEMA.into(),
+        schema_version: SCHEMA_VERSION,
+        created: crate::results::now_utc(),
+        program_version: env!("CARGO_PKG_VERSION").into(),
+        method: "temperature".into(),
+        temperature,
+        fitted_on: FittedOn {
+            file: path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+            sha256: sha256.into(),
+            model: result.model.name.clone(),
+            model_sha256: result.model.sha256.clone(),
+            eval_set: result.eval_set.name.clone(),
+            eval_set_sha256: result.eval_set.sha256.clone(),
+            debias: result.config.debias,
+            shots: result.config.shots,
+            rows: rows.len(),
+            wrong: rows.iter().filter(|r| !r.correct()).count(),
+        },
+        held_out,
+        in_sample,
+        min_rows: MIN_ROWS,
+        min_errors: MIN_ERRORS,
+    })
+}
+
+impl CalibrationFile {
+    /// Read a calibration file and make the option a job applies (its sha256 recorded).
+    pub fn load(path: &Path) -> Result<(CalibrationFile, Calibration)> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(format!("not JSON ({e}); pass a file written by `readout calibrate`")))?;
+        if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
+            return Err(bad(format!(
+                "not a calibration file (`schema` is not \"{SCHEMA}\"); make one with `readout calibrate RESULT.json -o CAL.json`"
+            )));
+        }
+        let file: CalibrationFile =
+            serde_json::from_value(v).map_err(|e| bad(format!("does not match the calibration format ({e})")))?;
+        if file.schema_version != SCHEMA_VERSION {
+            return Err(bad(format!(
+                "version {} of the calibration format; this program reads version {SCHEMA_VERSION}: fit it again",
+                file.schema_version
+            )));
+        }
+        if !(file.temperature.is_finite() && file.temperature > 0.0) {
+            return Err(bad(format!("field `temperature`: {} is not a positive number", file.temperature)));
+        }
+        let applied = Calibration {
+            temperature: file.temperature,
+            sha256: crate::hash::sha256_bytes(&bytes),
+            file: path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+            debias: file.fitted_on.debias,
+            model_sha256: file.fitted_on.model_sha256.clone(),
+        };
+        Ok((file, applied))
+    }
+
+    /// Write atomically, as result files are written.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::BadFile {
+            path: path.to_path_buf(),
+            reason: format!("serialising the calibration: {e}"),
+        })?;
+        crate::results::write_atomic(path, &bytes)
+    }
+}
+
+/// Refuse a calibration fitted on another model than `model_sha256` (the job's).
+pub fn check_model(calibration: Option<&Calibration>, model_sha256: &str) -> Result<()> {
+    match calibration {
+        Some(c) if c.model_sha256 != model_sha256 => Err(Error::Config(format!(
+            "{} was fitted on another model (sha256 {}…); a temperature belongs to one model: fit one on a run of this model",
+            c.file,
+            &c.model_sha256[..12.min(c.model_sha256.len())]
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(i: usize, gold: usize, probs: Vec<f64>) -> ScoredRow {
+        ScoredRow {
+            id: i.to_string(),
+            family: "f".into(),
+            group_id: i.to_string(),
+            gold,
+            option_ids: (0..probs.len()).map(|k| format!("o{k}")).collect(),
+            predicted: Some(crate::math::argmax(&probs)),
+            probs: Some(probs),
+            order_unstable: None,
+            letter_picks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn temperature_by_hand() {
+        // (0.8, 0.2) at T = 2: sqrt(0.8) : sqrt(0.2) = 2 : 1 -> (2/3, 1/3).
+        let q = apply_temperature(&[0.8, 0.2], 2.0);
+        assert!((q[0] - 2.0 / 3.0).abs() < 1e-12 && (q[1] - 1.0 / 3.0).abs() < 1e-12);
+        // T = 1 leaves it; a zero stays zero; the argmax never moves.
+        assert!((apply_temperature(&[0.5, 0.3, 0.2], 1.0)[1] - 0.3).abs() < 1e-12);
+        let z = apply_temperature(&[0.0, 0.6, 0.4], 0.5);
+        assert_eq!(z[0], 0.0);
+        // T = 1/2 squares: 0.36 : 0.16 -> (0.36/0.52, 0.16/0.52).
+        assert!((z[1] - 0.36 / 0.52).abs() < 1e-12);
+        assert_eq!(apply_temperature(&[0.0, 0.0], 3.0), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn fit_on_a_three_row_toy() {
+        // Three rows say (0.8, 0.2); gold is option 0 twice and option 1 once. The NLL is least
+        // where the calibrated top probability is the hit rate, 2/3: 0.8^β / (0.8^β + 0.2^β) = 2/3
+        // means 4^β = 2, β = 1/2, T = 2.
+        let p = [0.8, 0.2];
+        let rows: Vec<(&[f64], usize)> = vec![(&p, 0), (&p, 0), (&p, 1)];
+        let t = fit_temperature(&rows);
+        assert!((t - 2.0).abs() < 1e-6, "{t}");
+        // Calibrated, each row has confidence 2/3 and the rows are right 2 times in 3: ECE 0
+        // (before: one bin at 0.8 with accuracy 2/3, ECE 0.8 - 2/3 = 2/15).
+        let scored = vec![row(0, 0, p.to_vec()), row(1, 0, p.to_vec()), row(2, 1, p.to_vec())];
+        assert!((metrics::metrics(&scored).ece - 2.0 / 15.0).abs() < 1e-12);
+        let after: Vec<ScoredRow> = scored.iter().map(|r| with_temperature(r, t)).collect();
+        assert!(metrics::metrics(&after).ece < 1e-6);
+        // A too-timid judge gets T < 1: (0.6, 0.4) always right -> sharpen to the edge of the range.
+        let q = [0.6, 0.4];
+        let timid: Vec<(&[f64], usize)> = vec![(&q, 0); 3];
+        assert!((fit_temperature(&timid) - 1.0 / BETA_RANGE.1).abs() < 1e-6);
+        assert!(at_range_edge(fit_temperature(&timid)) && !at_range_edge(t));
+    }
+
+    #[test]
+    fn too_few_rows_or_errors_are_refused_with_the_thresholds() {
+        let p = std::path::Path::new("r.json");
+        // 60 rows, 5 wrong.
+        let rows: Vec<ScoredRow> = (0..60).map(|i| row(i, usize::from(i < 5), vec![0.7, 0.3])).collect();
+        let e = fit_rows(&rows, FOLDS, 0, p).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::TooFewToCalibrate { wrong: 5, right: 55, .. }), "{msg}");
+        assert!(msg.contains("at least 50 rows") && msg.contains("10 wrong"), "{msg}");
+        assert!(fit_rows(&rows[..20], FOLDS, 0, p).is_err());
+        // 60 rows, 20 wrong: fitted; the held-out check uses 5 folds by group.
+        let rows: Vec<ScoredRow> = (0..60).map(|i| row(i, usize::from(i % 3 == 0), vec![0.9, 0.1])).collect();
+        let (t, held, _) = fit_rows(&rows, FOLDS, 0, p).unwrap();
+        // Right 2 times in 3 at 0.9: the fit flattens to 2/3, 9^β = 2, T = ln 9 / ln 2.
+        assert!((t - 9f64.ln() / 2f64.ln()).abs() < 1e-5, "{t}");
+        assert_eq!(held.fold_temperatures.len(), FOLDS);
+        assert!(held.after.nll < held.before.nll && held.after.ece < held.before.ece);
+    }
+
+    #[test]
+    fn folds_keep_groups_whole_and_are_seeded() {
+        let mut rows: Vec<ScoredRow> = (0..20).map(|i| row(i, 0, vec![0.6, 0.4])).collect();
+        for r in rows.iter_mut() {
+            r.group_id = (r.id.parse::<usize>().unwrap() / 2).to_string();
+        }
+        let f = folds_by_group(&rows, 5, 3);
+        for pair in f.chunks(2) {
+            assert_eq!(pair[0], pair[1]);
+        }
+        // 10 groups in 5 folds: two groups (four rows) each.
+        for k in 0..5 {
+            assert_eq!(f.iter().filter(|&&x| x == k).count(), 4);
+        }
+        assert_eq!(f, folds_by_group(&rows, 5, 3));
+    }
+}

@@ -1,0 +1,218 @@
+//! Judge quality end to end (issue 20), the built CLI on the real default model: `readout
+//! calibrate` on a committed run (its file held to `schema/calibration.schema.json`, refusals
+//! with their thresholds), `--calibration` applied in combine and recorded, `--debias batch`
+//! checked against its prior recomputed from the rows, abstaining in `score`, the bootstrap
+//! interval of `compare`, and the new metrics in every written result file.
+
+use crate::common;
+
+use common::readout;
+use readout::debias;
+use serde_json::Value;
+use std::path::Path;
+
+const SET: &str = "bench/evalsets/authored144.jsonl";
+const CYCLIC: &str = "bench/results/authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json";
+const RUBRIC: &str = "examples/support-ticket.rubric.json";
+const TEXT: &str = "I was charged twice this month, please refund one of them.";
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Fit a temperature on the committed cyclic run into `dir`; the file is held to its schema.
+fn calibrate(dir: &Path) -> (String, Value) {
+    let cal = dir.join("cal.json").display().to_string();
+    let text = ok(&readout(&["calibrate", CYCLIC, "-o", &cal]));
+    assert!(text.contains("temperature") && text.contains("ECE"), "{text}");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/calibration.schema.json")).unwrap())
+            .unwrap();
+    let doc = json(Path::new(&cal));
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    (cal, doc)
+}
+
+#[test]
+fn calibrate_fits_a_temperature_with_a_held_out_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, doc) = calibrate(dir.path());
+    let t = doc["temperature"].as_f64().unwrap();
+    assert!(t > 0.0 && t.is_finite());
+    assert_eq!(doc["held_out"]["folds"], 5);
+    assert_eq!(doc["held_out"]["fold_temperatures"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["fitted_on"]["rows"], 144);
+    assert_eq!(doc["fitted_on"]["debias"], "cyclic");
+    // The in-sample NLL at the fitted temperature is never above the NLL of the run as it was
+    // (T = 1 is among the temperatures searched).
+    assert!(doc["in_sample"]["nll"].as_f64().unwrap() <= doc["held_out"]["before"]["nll"].as_f64().unwrap() + 1e-12);
+    // The same input gives the same temperature.
+    let again = dir.path().join("again.json").display().to_string();
+    ok(&readout(&["calibrate", CYCLIC, "-o", &again]));
+    assert_eq!(json(Path::new(&again))["temperature"], doc["temperature"]);
+}
+
+#[test]
+fn calibrate_refuses_too_few_rows_naming_the_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = json(&common::repo().join(CYCLIC));
+    doc["rows"].as_array_mut().unwrap().truncate(30);
+    let small = dir.path().join("small.json");
+    std::fs::write(&small, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let cal = dir.path().join("cal.json");
+    let out = readout(&["calibrate", &small.display().to_string(), "-o", &cal.display().to_string()]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("30 rows") && err.contains("at least 50 rows") && err.contains("10 wrong"), "{err}");
+    assert!(!cal.exists());
+    // A generate run has no probabilities to calibrate.
+    let gen = "bench/results/authored144_smollm2-135m-instruct.q4_1_generate_3shot_none.json";
+    let out = readout(&["calibrate", gen, "-o", &cal.display().to_string()]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_calibrated_run_is_the_plain_run_at_the_temperature_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cal, cal_doc) = calibrate(dir.path());
+    let t = cal_doc["temperature"].as_f64().unwrap();
+    let m = common::default_model().display().to_string();
+    let plain = dir.path().join("plain.json").display().to_string();
+    let hot = dir.path().join("hot.json").display().to_string();
+    let base = ["run", SET, "--limit", "4", "--debias", "cyclic", "--device", "cpu", "--model", &m];
+    ok(&readout(&[&base[..], &["--out", &plain]].concat()));
+    ok(&readout(&[&base[..], &["--out", &hot, "--calibration", &cal]].concat()));
+    let (p, h) = (common::validate(Path::new(&plain)), common::validate(Path::new(&hot)));
+    let rec = &h["config"]["calibration"];
+    assert_eq!(rec["temperature"].as_f64().unwrap(), t);
+    assert_eq!(rec["sha256"].as_str().unwrap(), readout::hash::sha256_file(Path::new(&cal)).unwrap());
+    assert_eq!(rec["file"], "cal.json");
+    assert!(p["config"].get("calibration").is_none());
+    for (rp, rh) in p["rows"].as_array().unwrap().iter().zip(h["rows"].as_array().unwrap()) {
+        let probs =
+            |r: &Value| -> Vec<f64> { r["probs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+        let want = readout::calibrate::apply_temperature(&probs(rp), t);
+        for (a, b) in want.iter().zip(probs(rh)) {
+            assert!((a - b).abs() < 1e-12, "{want:?} against {:?}", probs(rh));
+        }
+        assert_eq!(rp["predicted"], rh["predicted"]);
+        assert_eq!(rp["orderings"], rh["orderings"]);
+    }
+    // Under another debias mode than it was fitted on, it is refused before the model loads.
+    let out =
+        readout(&["run", SET, "--limit", "4", "--debias", "none", "--calibration", &cal, "--out", &plain, "--force"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--debias cyclic"));
+}
+
+#[test]
+fn batch_calibration_divides_out_the_mean_letter_probabilities_of_each_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = common::default_model().display().to_string();
+    let out = dir.path().join("batch.json");
+    let o = out.display().to_string();
+    let args = [
+        "run", SET, "--limit", "6", "--shots", "1", "--debias", "batch", "--device", "cpu", "--model", &m, "--out", &o,
+    ];
+    ok(&readout(&args));
+    let doc = common::validate(&out);
+    assert_eq!(doc["config"]["debias"], "batch");
+    let rows = doc["rows"].as_array().unwrap();
+    let f = |v: &Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    // The prior, recomputed from the rows: per option count and rotation, the mean letter probabilities.
+    for (n, per_rotation) in doc["debias_state"]["prior"].as_object().unwrap() {
+        let n: usize = n.parse().unwrap();
+        for (k, prior) in per_rotation.as_array().unwrap().iter().enumerate() {
+            let under_k: Vec<Vec<f64>> = rows
+                .iter()
+                .filter(|r| r["option_ids"].as_array().unwrap().len() == n)
+                .map(|r| f(&r["orderings"][k]["letter_probs"]))
+                .collect();
+            let want = debias::batch_prior(&under_k);
+            assert!(want.iter().zip(f(prior)).all(|(a, b)| (a - b).abs() < 1e-12), "{want:?} {prior}");
+        }
+    }
+    // Each row: every rotation divided by its prior, mapped to options, averaged.
+    for r in rows {
+        let n = r["option_ids"].as_array().unwrap().len();
+        let per: Vec<Vec<f64>> = r["orderings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(k, o)| {
+                let prior = f(&doc["debias_state"]["prior"][n.to_string()][k]);
+                let order: Vec<usize> =
+                    o["order"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+                debias::to_option_space(&debias::prior_debias(&f(&o["letter_probs"]), &prior), &order)
+            })
+            .collect();
+        let want = debias::average(&per);
+        assert!(want.iter().zip(f(&r["probs"])).all(|(a, b)| (a - b).abs() < 1e-12), "{want:?} {}", r["probs"]);
+    }
+    // The new metrics are in the file.
+    let metrics = &doc["metrics"];
+    assert_eq!(metrics["selective"]["coverage_at_risk"].as_array().unwrap().len(), 3);
+    let curve = metrics["selective"]["curve"].as_array().unwrap();
+    assert_eq!(curve.last().unwrap()["coverage"].as_f64().unwrap(), 1.0);
+    let letters = metrics["position_bias"]["letters"].as_array().unwrap();
+    let chosen: u64 = letters.iter().map(|l| l["chosen"].as_u64().unwrap()).sum();
+    assert_eq!(chosen, metrics["position_bias"]["readings"].as_u64().unwrap());
+}
+
+#[test]
+fn score_abstains_below_a_confidence_or_a_letter_mass() {
+    let m = common::default_model().display().to_string();
+    let base = ["score", "--rubric", RUBRIC, "--text", TEXT, "--device", "cpu", "--model", &m];
+    // Every top probability is below 0.99 on this small model: every criterion abstains.
+    let line = ok(&readout(&[&base[..], &["--json", "--abstain-below", "0.99"]].concat()));
+    let v: Value = serde_json::from_str(line.trim()).unwrap();
+    for c in v["criteria"].as_array().unwrap() {
+        assert_eq!(c["chosen"], Value::Null, "{c}");
+        assert_eq!(c["abstained"], "confidence");
+        assert!(c["probability"].as_f64().unwrap() < 0.99);
+    }
+    // The letters never hold all of the next-token mass: a threshold of 1 abstains on it.
+    let line =
+        ok(&readout(&[&base[..], &["--json", "--abstain-letter-mass", "1", "--abstain-below", "0.99"]].concat()));
+    let v: Value = serde_json::from_str(line.trim()).unwrap();
+    assert!(v["criteria"].as_array().unwrap().iter().all(|c| c["abstained"] == "letter_mass"));
+    // Without thresholds nothing abstains, and the field is absent.
+    let line = ok(&readout(&[&base[..], &["--json", "--abstain-below", "0"]].concat()));
+    let v: Value = serde_json::from_str(line.trim()).unwrap();
+    assert!(v["criteria"].as_array().unwrap().iter().all(|c| c["chosen"].is_string() && c.get("abstained").is_none()));
+    // The table says so.
+    let table = ok(&readout(&[&base[..], &["--abstain-below", "0.99"]].concat()));
+    assert!(table.contains("no answer"), "{table}");
+    // A probability out of range is refused.
+    let out = readout(&[&base[..], &["--abstain-below", "1.5"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn compare_gives_a_group_bootstrap_interval_beside_mcnemar() {
+    let a = "bench/results/authored144_smollm2-135m-instruct.q4_1_readout_3shot_none.json";
+    let text = ok(&readout(&["compare", a, CYCLIC, "--json"]));
+    let c: Value = serde_json::from_str(&text).unwrap();
+    let d = &c["difference"];
+    assert_eq!((d["resamples"].as_u64(), d["seed"].as_u64()), (Some(1000), Some(0)));
+    let est = d["accuracy"]["estimate"].as_f64().unwrap();
+    let want = c["accuracy_b"].as_f64().unwrap() - c["accuracy_a"].as_f64().unwrap();
+    assert!((est - want).abs() < 1e-12);
+    for k in ["accuracy", "balanced_accuracy"] {
+        let (lo, e, hi) =
+            (d[k]["lo"].as_f64().unwrap(), d[k]["estimate"].as_f64().unwrap(), d[k]["hi"].as_f64().unwrap());
+        assert!(lo <= e && e <= hi && lo < hi, "{k}: {lo} {e} {hi}");
+    }
+    // The same seed, the same interval; the human output names it.
+    assert_eq!(serde_json::from_str::<Value>(&ok(&readout(&["compare", a, CYCLIC, "--json"]))).unwrap(), c);
+    let human = ok(&readout(&["compare", a, CYCLIC]));
+    assert!(human.contains("group bootstrap") && human.contains("McNemar"), "{human}");
+}
