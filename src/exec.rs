@@ -144,6 +144,7 @@ pub fn exec<F: Forward>(
     opts: PassOptions,
     prompts: &[Prompt],
     idx: &[usize],
+    shape: Shape<'_>,
     done: &dyn Fn(usize) -> bool,
     readings: &mut HashMap<usize, Reading>,
     on_batch: &mut OnBatch<'_>,
@@ -152,30 +153,126 @@ pub fn exec<F: Forward>(
         return Ok(Work::default());
     }
     let seqs: Vec<&[u32]> = idx.iter().map(|&i| prompts[i].tokens.as_slice()).collect();
-    let tree = if config.mode == Mode::Readout && !config.levers.prefix_tree {
+    let flat = config.mode == Mode::Readout && !config.levers.prefix_tree;
+    let roots: Vec<TrieNode> = match shape {
         // Lever off: every prompt from scratch, nothing shared.
-        let flat: Vec<TrieNode> = (0..seqs.len())
+        _ if flat => (0..seqs.len())
             .map(|i| TrieNode { rep: i, start: 0, end: seqs[i].len(), children: vec![], prompts: vec![i] })
-            .collect();
-        TrieNode { rep: 0, start: 0, end: 0, children: flat, prompts: vec![] }
-    } else {
-        build_trie(&seqs)
+            .collect(),
+        Shape::Trie => vec![build_trie(&seqs)],
+        Shape::Requests { request_of, head } => {
+            let letters = |p: usize| prompts[idx[p]].letters.as_slice();
+            request_forest(&seqs, &idx.iter().map(|&pi| request_of[pi]).collect::<Vec<_>>(), head, &letters)
+        }
     };
-    let unique = tree.unique_tokens();
+    let unique = roots.iter().map(TrieNode::unique_tokens).sum();
     let mut wanted = HashSet::new();
-    mark_wanted(&tree, &|p| !done(idx[p]), &mut wanted);
+    for root in &roots {
+        mark_wanted(root, &|p| !done(idx[p]), &mut wanted);
+    }
     let side_by_side = config.levers.side_by_side.unwrap_or(false);
     let mut walk =
         Walk { model, config, opts, prompts, idx, seqs: &seqs, wanted, readings, on_batch, computed: 0, side_by_side };
     let root = model.root();
-    let finished = if tree.is_leaf() {
-        walk.read_leaves(&root, &[&tree])?
-    } else if config.mode == Mode::Readout {
-        walk.walk(&tree, root)?
-    } else {
-        walk.node(&tree, &root)?
-    };
+    // A root that is a leaf (a prompt with nothing to share) is read on the empty prefix.
+    let (leaves, inner): (Vec<&TrieNode>, Vec<&TrieNode>) = roots.iter().partition(|r| r.is_leaf());
+    let mut finished = leaves.is_empty() || walk.read_leaves(&root, &leaves)?;
+    if finished {
+        finished = if config.mode == Mode::Readout {
+            walk.walk(&inner, root)?
+        } else {
+            let mut go_on = true;
+            for r in inner {
+                go_on = walk.node(r, &root)?;
+                if !go_on {
+                    break;
+                }
+            }
+            go_on
+        };
+    }
     Ok(Work { computed: walk.computed, unique, stopped: !finished })
+}
+
+/// How [`exec`] arranges its prompts into trees.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape<'a> {
+    /// One prompt tree over every prompt: the most sharing (a run).
+    Trie,
+    /// Prompts of several scoring requests (`request_of[prompt]`), each request's as the tree it
+    /// has alone, cut after its first `head` tokens (the system turn; fewer where the request's
+    /// prompts share fewer): units that are the same in two requests are computed once, the
+    /// rest share passes. See [`request_forest`] for why the trees are not simply joined.
+    Requests { request_of: &'a [usize], head: usize },
+}
+
+/// The trees of [`Shape::Requests`]: each request's prompts as one tree whose root is the
+/// head (at most `head` tokens that all its prompts share), then its own prompt tree; then
+/// units equal in every input (the same path from the root, the same stem, the same leaves
+/// reading the same letters) merged, from the roots down.
+///
+/// Why not one prompt tree over every request's prompts: a tree's shape decides each unit's
+/// stem and leaves, and a unit's numbers depend on them — the attention's softmax and its
+/// product with the values sum over every key of the unit's segment, masked or not, in lanes
+/// and blocks set by the segment's length, so a key that moves to another position (because a
+/// stem was cut shorter where another request's prompt branches off, or a sibling leaf joined)
+/// changes the rounding. Here a request's units are exactly those it has alone, and a unit's
+/// numbers do not depend on which units share its pass, so every answer is bit for bit the
+/// answer the request gets alone.
+pub fn request_forest<'s>(
+    seqs: &[&[u32]],
+    request_of: &[usize],
+    head: usize,
+    letters: &dyn Fn(usize) -> &'s [u32],
+) -> Vec<TrieNode> {
+    let mut order: Vec<usize> = Vec::new();
+    let mut members: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (p, &r) in request_of.iter().enumerate() {
+        members
+            .entry(r)
+            .or_insert_with(|| {
+                order.push(r);
+                Vec::new()
+            })
+            .push(p);
+    }
+    let mut roots: Vec<TrieNode> = Vec::new();
+    for r in order {
+        let idx = members.remove(&r).unwrap_or_default();
+        let tree = crate::plan::build_trie_with_head(seqs, idx, head);
+        merge_unit(&mut roots, tree, seqs, letters);
+    }
+    roots
+}
+
+/// Put `n` among `nodes`: into a node that is the same unit (its leaves' prompts joined, its
+/// inner children merged in turn), else beside them.
+fn merge_unit<'s>(nodes: &mut Vec<TrieNode>, n: TrieNode, seqs: &[&[u32]], letters: &dyn Fn(usize) -> &'s [u32]) {
+    let tokens = |t: &TrieNode| &seqs[t.rep][t.start..t.end];
+    let leaves = |t: &TrieNode| t.children.iter().filter(|c| c.is_leaf()).map(|c| c.rep).collect::<Vec<_>>();
+    let same = |a: &TrieNode| {
+        let (la, ln) = (leaves(a), leaves(&n));
+        !a.is_leaf()
+            && !n.is_leaf()
+            && a.start == n.start
+            && tokens(a) == tokens(&n)
+            && la.len() == ln.len()
+            && a.children.iter().filter(|c| c.is_leaf()).zip(n.children.iter().filter(|c| c.is_leaf())).all(|(x, y)| {
+                x.start == y.start && tokens(x) == tokens(y) && letters(x.prompts[0]) == letters(y.prompts[0])
+            })
+    };
+    let Some(at) = nodes.iter().position(same) else {
+        nodes.push(n);
+        return;
+    };
+    let (n_leaves, n_inner): (Vec<TrieNode>, Vec<TrieNode>) = n.children.into_iter().partition(TrieNode::is_leaf);
+    let target = &mut nodes[at];
+    for (mine, theirs) in target.children.iter_mut().filter(|c| c.is_leaf()).zip(n_leaves) {
+        mine.prompts.extend(theirs.prompts);
+    }
+    for c in n_inner {
+        merge_unit(&mut target.children, c, seqs, letters);
+    }
 }
 
 /// Collect the nodes with a prompt left to read at or below them. Returns whether `n` is one.
@@ -223,9 +320,10 @@ impl<F: Forward> Walk<'_, '_, F> {
     /// output in an order fixed by the weights' shape), not on which units share its pass, so
     /// skipping the units with nothing left to read (a resumed run) changes no other unit's bits.
     /// `on_batch` is called after every pass, and after every chunk of a large unit's leaves.
-    fn walk(&mut self, root: &TrieNode, empty: F::Prefix) -> Result<bool> {
+    fn walk<'n>(&mut self, roots: &[&'n TrieNode], empty: F::Prefix) -> Result<bool> {
         let budget = if self.config.levers.batched_suffixes { self.opts.pass_tokens } else { 0 };
-        let mut stack: Vec<Pending<'_, F::Prefix>> = vec![(root, empty)];
+        let mut stack: Vec<Pending<'n, F::Prefix>> =
+            roots.iter().rev().filter(|r| self.is_wanted(r)).map(|&r| (r, empty.clone())).collect();
         while !stack.is_empty() {
             let (batch, total) = self.take_batch(&mut stack, budget);
             if self.is_alone(&batch, total, budget) {
@@ -638,7 +736,7 @@ mod tests {
         let idx: Vec<usize> = (0..p.len()).collect();
         let mut readings = HashMap::new();
         let mut calls = 0;
-        let w = exec(fake, c, opts(c), &p, &idx, done, &mut readings, &mut |read, _| {
+        let w = exec(fake, c, opts(c), &p, &idx, Shape::Trie, done, &mut readings, &mut |read, _| {
             calls += usize::from(!read.is_empty());
             Ok(stop_after.is_none_or(|n| calls < n))
         })

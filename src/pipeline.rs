@@ -11,7 +11,7 @@ use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::engine::PassOptions;
 use crate::error::Result;
-use crate::exec::{self, Forward, Reading, Work};
+use crate::exec::{self, Forward, Reading, Shape, Work};
 use crate::plan::{Planned, Variant};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -29,12 +29,14 @@ pub type OnRows<'a> = dyn FnMut(Vec<(usize, Combined)>, &Tally) -> Result<bool> 
 
 /// Execute a planned job. `done`: rows finished already (a resumed job), whose prompts are not
 /// read again; `debias_state`: what the earlier part of a resumed job found (its PriDe prior).
+/// `shape`: how the prompts are arranged into trees ([`Shape::Trie`] for a run).
 /// Returns the tally; `work.stopped` when `on_rows` stopped it.
 #[allow(clippy::too_many_arguments)]
 pub fn execute<F: Forward>(
     model: &F,
     opts: PassOptions,
     planned: &Planned,
+    shape: Shape<'_>,
     config: &RunConfig,
     row_ids: &[String],
     done: &HashSet<usize>,
@@ -56,7 +58,7 @@ pub fn execute<F: Forward>(
     let pride: BTreeMap<usize, Vec<f64>> = if config.debias == DebiasMode::Pride {
         let sample: HashSet<usize> = planned.pride_sample.iter().copied().collect();
         let idx: Vec<usize> = (0..prompts.len()).filter(|&i| sample.contains(&prompts[i].row)).collect();
-        let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
+        let w = exec::exec(model, config, opts, prompts, &idx, shape, &is_done, &mut readings, &mut |_, _| Ok(true))?;
         add(&mut tally, w);
         match serde_json::from_value::<BTreeMap<usize, Vec<f64>>>(tally.debias_state["prior"].clone()) {
             Ok(p) if !p.is_empty() => p,
@@ -75,11 +77,11 @@ pub fn execute<F: Forward>(
     if config.debias == DebiasMode::Calibrate {
         let idx: Vec<usize> =
             (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::ContentFree(..))).collect();
-        let w = exec::exec(model, config, opts, prompts, &idx, &is_done, &mut readings, &mut |_, _| Ok(true))?;
+        let w = exec::exec(model, config, opts, prompts, &idx, shape, &is_done, &mut readings, &mut |_, _| Ok(true))?;
         add(&mut tally, w);
     }
     if config.debias == DebiasMode::Batch {
-        return execute_batch(model, opts, planned, config, done, tally, on_rows);
+        return execute_batch(model, opts, planned, shape, config, done, tally, on_rows);
     }
     let priors = Priors { pride, ..Priors::default() };
     let finish = |ri: usize, readings: &HashMap<usize, Reading>| {
@@ -119,7 +121,7 @@ pub fn execute<F: Forward>(
         }
         on_rows(finished, &before)
     };
-    let w = exec::exec(model, config, opts, prompts, &todo, &is_done, &mut readings, &mut on_batch)?;
+    let w = exec::exec(model, config, opts, prompts, &todo, shape, &is_done, &mut readings, &mut on_batch)?;
     add(&mut tally, w);
     Ok(tally)
 }
@@ -127,10 +129,12 @@ pub fn execute<F: Forward>(
 /// Batch calibration's phases: read every row's prompts (done rows' too: the prior is the mean
 /// over all of them), estimate the prior per option count and rotation, then finish every row
 /// not done. Stopping while reading finishes no row.
+#[allow(clippy::too_many_arguments)]
 fn execute_batch<F: Forward>(
     model: &F,
     opts: PassOptions,
     planned: &Planned,
+    shape: Shape<'_>,
     config: &RunConfig,
     done: &HashSet<usize>,
     mut tally: Tally,
@@ -140,7 +144,7 @@ fn execute_batch<F: Forward>(
     let mut readings: HashMap<usize, Reading> = HashMap::new();
     let idx: Vec<usize> = (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::Real(_))).collect();
     let before = tally.clone();
-    let w = exec::exec(model, config, opts, prompts, &idx, &|_| false, &mut readings, &mut |_, _| {
+    let w = exec::exec(model, config, opts, prompts, &idx, shape, &|_| false, &mut readings, &mut |_, _| {
         on_rows(Vec::new(), &before)
     })?;
     tally.work.computed += w.computed;

@@ -303,6 +303,23 @@ pub fn build_trie(seqs: &[&[u32]]) -> TrieNode {
     build(seqs, idx, 0)
 }
 
+/// The prompt tree of `seqs[idx]` with its root cut after at most `head` tokens: the root's
+/// stem is the head (what every prompt shares of it, leaving each at least one token), and below
+/// it the tree [`build_trie`] makes of the rest. Scoring requests are planned so (see
+/// [`crate::exec::Shape::Requests`]): the same head is then the same unit in every request.
+pub fn build_trie_with_head(seqs: &[&[u32]], idx: Vec<usize>, head: usize) -> TrieNode {
+    let mine: Vec<&[u32]> = idx.iter().map(|&i| seqs[i]).collect();
+    let cut = head.min(common_prefix(&mine, 1));
+    let rep = idx[0];
+    let below = build(seqs, idx, cut);
+    if cut == 0 {
+        return below;
+    }
+    // An empty node below the head (its prompts part right after it) gives its children.
+    let children = if below.start == below.end && !below.is_leaf() { below.children } else { vec![below] };
+    TrieNode { rep, start: 0, end: cut, children, prompts: vec![] }
+}
+
 fn build(seqs: &[&[u32]], idx: Vec<usize>, d: usize) -> TrieNode {
     let first = seqs[idx[0]];
     if idx.iter().all(|&i| seqs[i] == first) {

@@ -176,6 +176,7 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
         engine,
         opts,
         &planned,
+        crate::exec::Shape::Trie,
         &config,
         &ids,
         &before,

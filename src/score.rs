@@ -6,14 +6,16 @@
 
 use crate::combine::Combined;
 use crate::config::{Mode, RunConfig};
+use crate::debias::DebiasMode;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::exec::Shape;
 use crate::input::Job;
 use crate::math::argmax;
-use crate::plan;
+use crate::plan::{self, Planned};
 use crate::rubric::{Criterion, QuestionKind, Rubric};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use crate::input::Text;
 
@@ -21,7 +23,7 @@ pub use crate::input::Text;
 pub const CLOSE_MARGIN: f64 = 0.10;
 
 /// One option's share of a decision.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OptionResult {
     pub id: String,
@@ -30,7 +32,7 @@ pub struct OptionResult {
 }
 
 /// Why a criterion got no answer (`score --abstain-below`, `--abstain-letter-mass`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Abstained {
@@ -42,11 +44,13 @@ pub enum Abstained {
 }
 
 /// The decision on one criterion for one text.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CriterionResult {
     pub criterion: String,
+    /// The question's type: `choice`, `noul` or `score`.
     #[serde(rename = "type")]
+    #[schema(value_type = String)]
     pub kind: QuestionKind,
     /// Options in the rubric's order, with probabilities.
     pub options: Vec<OptionResult>,
@@ -74,7 +78,7 @@ pub struct CriterionResult {
 }
 
 /// All decisions for one text.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TextResult {
     pub index: usize,
@@ -105,6 +109,9 @@ pub fn check_config(config: &RunConfig) -> Result<()> {
 /// planned but not read. `on_text(result, done, total)` is called as each text is decided, in
 /// the order they finish; when it returns false, scoring stops after the current pass. Returns
 /// the texts decided, in text order (fewer than asked when stopped or skipped).
+///
+/// The prompts are planned as a request of [`score_requests`] is (the system turn its own unit
+/// of the tree), so a text's numbers here are bit for bit those a server batch gives it.
 pub fn score_texts(
     engine: &Engine,
     rubric: &Rubric,
@@ -120,38 +127,162 @@ pub fn score_texts(
     }
     let job = Job::from_texts(rubric, texts);
     let planned = plan::plan(engine, &job, &config)?;
-    let per_text = rubric.criteria.len();
-    let done_rows: HashSet<usize> = (0..job.rows.len()).filter(|ri| skip.contains(&job.rows[*ri].item)).collect();
-    let ids: Vec<String> = job.rows.iter().map(|r| r.id.clone()).collect();
     let total = texts.len() - skip.iter().filter(|&&t| t < texts.len()).count();
-    let mut decided: BTreeMap<usize, Vec<Option<Combined>>> = BTreeMap::new();
-    let mut results: BTreeMap<usize, TextResult> = BTreeMap::new();
+    let mut done = 0;
+    let mut out =
+        execute_requests(engine, &config, vec![Planning { rubric, texts, job, planned, skip }], &mut |_, r| {
+            done += 1;
+            on_text(r, done, total)
+        })?;
+    Ok(out.pop().unwrap_or_default())
+}
+
+/// One request to [`score_requests`]: a rubric and the texts to decide against it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub rubric: &'a Rubric,
+    pub texts: &'a [Text],
+}
+
+/// Score several requests under one configuration in shared passes: every request's prompts
+/// planned as it is alone, then read together (see [`crate::exec::Shape::Requests`]): the
+/// system turn, which every request shares, is computed once, so is a unit two requests have
+/// in common (the same text under the same rubric), and the rest of their units share passes.
+/// Every request's decisions are bit for bit those [`score_texts`] gives it alone.
+///
+/// Returns one result per request, in order: a request that cannot be planned (a text too long
+/// for the context) gets its error and the others are scored; an error of the engine fails them
+/// all. `on_text(request, result)` is called as each text is decided (a request is complete
+/// when its last text is); returning false stops the batch after the current pass. PriDe
+/// estimates its prior from a sample of the request's own rows, and batch calibration from all of
+/// them, so under `--debias pride` or `batch` the requests are scored one after another.
+pub fn score_requests(
+    engine: &Engine,
+    requests: &[Request<'_>],
+    config: &RunConfig,
+    on_text: &mut dyn FnMut(usize, &TextResult) -> bool,
+) -> Result<Vec<Result<Vec<TextResult>>>> {
+    check_config(config)?;
+    let config = config.clone().resolve(engine);
+    if config.calibration.is_some() {
+        crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+    }
+    let none = HashSet::new();
+    let mut out: Vec<Option<Result<Vec<TextResult>>>> = (0..requests.len()).map(|_| None).collect();
+    let mut batches: Vec<Vec<(usize, Planning<'_>)>> = Vec::new();
+    for (i, r) in requests.iter().enumerate() {
+        let job = Job::from_texts(r.rubric, r.texts);
+        let planned = plan::plan(engine, &job, &config).map(|planned| Planning {
+            rubric: r.rubric,
+            texts: r.texts,
+            job,
+            planned,
+            skip: &none,
+        });
+        match planned {
+            // PriDe's prior and batch calibration's come from the request's own rows: such
+            // requests are read one after another, never mixed.
+            Ok(p) if matches!(config.debias, DebiasMode::Pride | DebiasMode::Batch) || batches.is_empty() => {
+                batches.push(vec![(i, p)])
+            }
+            Ok(p) => batches[0].push((i, p)),
+            Err(e) => out[i] = Some(Err(e)),
+        }
+    }
+    for batch in batches {
+        let (which, plannings): (Vec<usize>, Vec<Planning<'_>>) = batch.into_iter().unzip();
+        let results = execute_requests(engine, &config, plannings, &mut |k, r| on_text(which[k], r))?;
+        for (k, r) in which.into_iter().zip(results) {
+            out[k] = Some(Ok(r));
+        }
+    }
+    Ok(out.into_iter().map(|r| r.unwrap_or_else(|| Ok(Vec::new()))).collect())
+}
+
+/// A request planned: its job and prompts, and the texts decided already.
+struct Planning<'a> {
+    rubric: &'a Rubric,
+    texts: &'a [Text],
+    job: Job<'a>,
+    planned: Planned,
+    skip: &'a HashSet<usize>,
+}
+
+/// Tokens at the start of every prompt of this model that do not depend on the text: the chat
+/// template's system turn and the user turn's opening, as far as two prompts whose user turns
+/// differ from their first character agree.
+fn head_tokens(engine: &Engine) -> Result<usize> {
+    let tokens = |user: &str| -> Result<Vec<u32>> {
+        engine.tokenizer().encode(&engine.template().render(&crate::prompt::messages(&[], user.to_string()))?)
+    };
+    let (a, b) = (tokens("A")?, tokens("B")?);
+    Ok(a.iter().zip(&b).take_while(|(x, y)| x == y).count())
+}
+
+/// Read planned requests in shared passes (config resolved); results per request, in text order.
+fn execute_requests(
+    engine: &Engine,
+    config: &RunConfig,
+    plannings: Vec<Planning<'_>>,
+    on_text: &mut dyn FnMut(usize, &TextResult) -> bool,
+) -> Result<Vec<Vec<TextResult>>> {
+    // All requests' prompts as one job's: rows numbered on from request to request.
+    let mut merged = Planned { prompts: vec![], row_orderings: vec![], pride_sample: vec![], cuts: HashMap::new() };
+    let mut request_of: Vec<usize> = Vec::new();
+    // Per merged row: (request, text, criterion).
+    let mut row_at: Vec<(usize, usize, usize)> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    let mut done_rows: HashSet<usize> = HashSet::new();
+    for (k, p) in plannings.iter().enumerate() {
+        let base = row_at.len();
+        let per_text = p.rubric.criteria.len();
+        for (ri, row) in p.job.rows.iter().enumerate() {
+            row_at.push((k, row.item, ri - row.item * per_text));
+            ids.push(format!("{k}:{}", row.id));
+            if p.skip.contains(&row.item) {
+                done_rows.insert(base + ri);
+            }
+        }
+        for pr in &p.planned.prompts {
+            merged.prompts.push(crate::plan::Prompt { row: pr.row + base, ..pr.clone() });
+            request_of.push(k);
+        }
+        merged.row_orderings.extend(p.planned.row_orderings.iter().cloned());
+        merged.pride_sample.extend(p.planned.pride_sample.iter().map(|r| r + base));
+        merged.cuts.extend(p.planned.cuts.iter().map(|(r, n)| (r + base, *n)));
+    }
+    let shape = Shape::Requests { request_of: &request_of, head: head_tokens(engine)? };
+    let mut decided: BTreeMap<(usize, usize), Vec<Option<Combined>>> = BTreeMap::new();
+    let mut results: Vec<BTreeMap<usize, TextResult>> = plannings.iter().map(|_| BTreeMap::new()).collect();
     let opts = config.pass_options(engine.pass_defaults().group_units);
     crate::pipeline::execute(
         engine,
         opts,
-        &planned,
-        &config,
+        &merged,
+        shape,
+        config,
         &ids,
         &done_rows,
         serde_json::json!({}),
         &mut |finished, _| {
             let mut go_on = true;
             for (ri, c) in finished {
-                let ti = job.rows[ri].item;
-                let slots = decided.entry(ti).or_insert_with(|| vec![None; per_text]);
-                slots[ri - ti * per_text] = Some(c);
+                let (k, ti, ci) = row_at[ri];
+                let p = &plannings[k];
+                let per_text = p.rubric.criteria.len();
+                let slots = decided.entry((k, ti)).or_insert_with(|| vec![None; per_text]);
+                slots[ci] = Some(c);
                 if slots.iter().all(Option::is_some) {
-                    let combined: Vec<Combined> = decided.remove(&ti).into_iter().flatten().flatten().collect();
-                    let r = text_result(ti, &texts[ti], &rubric.criteria, combined, &config);
-                    go_on &= on_text(&r, results.len() + 1, total);
-                    results.insert(ti, r);
+                    let combined: Vec<Combined> = decided.remove(&(k, ti)).into_iter().flatten().flatten().collect();
+                    let r = text_result(ti, &p.texts[ti], &p.rubric.criteria, combined, config);
+                    go_on &= on_text(k, &r);
+                    results[k].insert(ti, r);
                 }
             }
             Ok(go_on)
         },
     )?;
-    Ok(results.into_values().collect())
+    Ok(results.into_iter().map(|r| r.into_values().collect()).collect())
 }
 
 fn text_result(

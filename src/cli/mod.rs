@@ -15,6 +15,7 @@ mod quantize;
 mod report;
 mod run;
 mod score;
+mod serve;
 
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -68,6 +69,8 @@ enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the man page, or write one per subcommand into a folder (-o DIR).
     Man(completions::ManArgs),
+    /// Serve the model over HTTP: POST /v1/score, GET /v1/models, /health, /openapi.json.
+    Serve(serve::ServeArgs),
 }
 
 /// Which eval-set rows a run scores, with which shots and orderings: shared by `run` and
@@ -242,6 +245,8 @@ struct InfoArgs {
 pub fn run() -> Result<i32> {
     let cli = Cli::parse();
     let filter = match cli.verbose {
+        // A server logs its requests.
+        0 if matches!(cli.command, Command::Serve(_)) => "info",
         0 => "warn",
         1 => "info",
         _ => "debug",
@@ -266,6 +271,7 @@ pub fn run() -> Result<i32> {
         Command::Mcp(a) => mcp::run(a),
         Command::Completions(a) => completions::completions(a, Cli::command()),
         Command::Man(a) => completions::man(a, Cli::command()),
+        Command::Serve(a) => serve::run(a),
     }
 }
 

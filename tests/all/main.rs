@@ -23,4 +23,6 @@ mod long_state;
 mod mcp;
 mod quality;
 mod quantize_hf;
+mod score_requests;
 mod sentencepiece;
+mod serve;
