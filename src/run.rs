@@ -124,6 +124,22 @@ pub fn prompt_texts(
 
 /// Run an evaluation. Returns the result (partial when stopped).
 pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile> {
+    run_selected(input, None, control)
+}
+
+/// Run an evaluation of only the rows of `groups` (item groups; [`crate::shard`]), with the shots
+/// of the whole set: each row is scored with the prompts, and so the numbers, of a whole run.
+/// The shards of a set merge into the whole run's rows ([`crate::shard::merge`]).
+pub fn run_groups(input: RunInput<'_>, groups: &HashSet<String>, control: &mut Control<'_>) -> Result<ResultFile> {
+    crate::shard::check_config(&input.config)?;
+    run_selected(input, Some(groups), control)
+}
+
+fn run_selected(
+    input: RunInput<'_>,
+    groups: Option<&HashSet<String>>,
+    control: &mut Control<'_>,
+) -> Result<ResultFile> {
     let RunInput { engine, eval_set, config, model_load_seconds, resume, limit, family } = input;
     let start = Instant::now();
     // Checked here too: a caller may build the configuration by hand.
@@ -131,7 +147,13 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     refuse_abstaining(&config)?;
     crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     // 1. Input: the rows and shots; what a partial file has done already.
-    let job = Job::from_eval_set(eval_set, &config, limit)?;
+    let mut job = Job::from_eval_set(eval_set, &config, limit)?;
+    if let Some(groups) = groups {
+        job.rows.retain(|r| groups.contains(&r.group_id));
+        if job.rows.is_empty() {
+            return Err(Error::Config("none of the groups asked for has a row to score in this eval set".into()));
+        }
+    }
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
     let (debias_state, computed_before) = match &resume {
         Some(prev) => {

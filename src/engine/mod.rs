@@ -164,6 +164,28 @@ pub struct UnitOut {
     pub readouts: Vec<Readout>,
 }
 
+/// The full next-token distribution at one row of a leaf, reduced to what a log-likelihood needs
+/// ([`Engine::pass_rows`]): its log-normaliser, its most likely token, and the logits of the
+/// tokens asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenRead {
+    /// log Σ exp(logit) over the whole vocabulary (summed in f64), so that a token's log
+    /// probability is its logit minus this.
+    pub log_norm: f64,
+    /// The most likely token (the first of equal maxima, as `argmax` takes it).
+    pub argmax: u32,
+    /// Logits of the leaf's `read` tokens, in the order asked.
+    pub logits: Vec<f32>,
+}
+
+/// What a unit of [`Engine::pass_rows`] gives back: the parent extended by the stem, and a
+/// [`TokenRead`] at every row of every leaf, the leaves one after another.
+#[derive(Debug, Clone)]
+pub struct RowsOut {
+    pub prefix: Prefix,
+    pub rows: Vec<TokenRead>,
+}
+
 /// Read a model's shape without loading its weights: the GGUF header (metadata and tensor
 /// table) or a Hugging Face directory's `config.json`. For `readout derive` and the like.
 pub fn read_metadata(path: &Path) -> Result<Metadata> {
@@ -494,7 +516,33 @@ impl Engine {
         self.pool.install(|| rayon::join(|| self.pass_in_pool(a, opts), || self.pass_in_pool(b, opts)))
     }
 
+    /// One forward pass as [`Engine::pass_with`], reading every row of every leaf instead of
+    /// its end: at each row the full vocabulary's log-normaliser, the most likely token and the
+    /// logits of the leaf's `read` tokens (the log-likelihood of a continuation, each of its
+    /// tokens read in the same pass; [`crate::loglik`]).
+    pub fn pass_rows(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<RowsOut>> {
+        let (prefixes, rows) = self.pool.install(|| {
+            self.pass_core(units, opts, true, |hidden, rows, reads| self.head_rows(hidden, rows, reads))
+        })?;
+        Ok(prefixes.into_iter().zip(rows).map(|(prefix, rows)| RowsOut { prefix, rows }).collect())
+    }
+
     fn pass_in_pool(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<UnitOut>> {
+        let (prefixes, readouts) =
+            self.pass_core(units, opts, false, |hidden, rows, reads| self.head(hidden, rows, reads, opts.prune_head))?;
+        Ok(prefixes.into_iter().zip(readouts).map(|(prefix, readouts)| UnitOut { prefix, readouts }).collect())
+    }
+
+    /// The pass itself: every unit's prefix, and what `head` reads at each leaf's last row
+    /// (`every_row`: at each of its rows), per unit in leaf order.
+    #[allow(clippy::type_complexity)]
+    fn pass_core<R>(
+        &self,
+        units: &[Unit<'_>],
+        opts: PassOptions,
+        every_row: bool,
+        head: impl FnOnce(&Tensor, &[u32], &[&[u32]]) -> Result<Vec<R>>,
+    ) -> Result<(Vec<Prefix>, Vec<Vec<R>>)> {
         let mut seg_tokens: Vec<Vec<u32>> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(i) = u.leaves.iter().position(|l| l.tokens.is_empty()) {
@@ -542,9 +590,12 @@ impl Engine {
                     let at = base + u.stem.len();
                     positions.extend((at..at + l.tokens.len()).map(|p| p as u32));
                     end += l.tokens.len();
-                    read_rows.push((end - 1) as u32);
-                    read_owner.push(i);
-                    reads.push(l.read);
+                    let first = if every_row { end - l.tokens.len() } else { end - 1 };
+                    for row in first..end {
+                        read_rows.push(row as u32);
+                        read_owner.push(i);
+                        reads.push(l.read);
+                    }
                 }
                 tokens.extend_from_slice(&seg_tokens[i]);
                 parts.push((u.stem.len(), u.leaves.iter().map(|l| l.tokens.len()).collect::<Vec<_>>()));
@@ -553,10 +604,10 @@ impl Engine {
             offset += tokens.len();
             segs.push(model::Segment { past: units[group[0]].parent, tokens, positions, mask });
         }
-        let mut out: Vec<UnitOut> =
-            units.iter().map(|u| UnitOut { prefix: u.parent.clone(), readouts: vec![] }).collect();
+        // Per unit: its prefix (the parent until the stem is kept) and what was read.
+        let mut out: Vec<(Prefix, Vec<R>)> = units.iter().map(|u| (u.parent.clone(), vec![])).collect();
         if segs.is_empty() {
-            return Ok(out);
+            return Ok(out.into_iter().unzip());
         }
         let seg_lens: Vec<usize> = segs.iter().map(|g| g.tokens.len()).collect();
         let past_chunks: usize = segs.iter().map(|g| g.past.chunks.len()).sum();
@@ -598,8 +649,8 @@ impl Engine {
             let _ = self.model.head_at(&hidden, &all, None)?;
         }
         if !read_rows.is_empty() {
-            for (r, &i) in self.head(&hidden, &read_rows, &reads, opts.prune_head)?.into_iter().zip(&read_owner) {
-                out[i].readouts.push(r);
+            for (r, &i) in head(&hidden, &read_rows, &reads)?.into_iter().zip(&read_owner) {
+                out[i].1.push(r);
             }
         }
         let read = started.elapsed();
@@ -608,7 +659,7 @@ impl Engine {
             // One unit is the whole pass: its keys and values as they are.
             model::KeepKv::All => {
                 let i = kept[0].0;
-                out[i].prefix = units[i].parent.push(new_kv, units[i].stem);
+                out[i].0 = units[i].parent.push(new_kv, units[i].stem);
             }
             // Each kept unit's block of the gathered rows.
             model::KeepKv::Rows(_) => {
@@ -624,7 +675,7 @@ impl Engine {
                         })
                         .collect::<candle_core::Result<Vec<_>>>()?;
                     off += kvh * n;
-                    out[i].prefix = units[i].parent.push(layers, units[i].stem);
+                    out[i].0 = units[i].parent.push(layers, units[i].stem);
                 }
             }
         }
@@ -639,7 +690,7 @@ impl Engine {
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "pass"
         );
-        Ok(out)
+        Ok(out.into_iter().unzip())
     }
 
     /// Letter logits at `rows` of `hidden`; `reads[i]` are the tokens read at `rows[i]`.
@@ -695,6 +746,18 @@ impl Engine {
         }
     }
 
+    /// The full next-token distribution at `rows` of `hidden`, reduced to a [`TokenRead`] each
+    /// (`reads[i]`: the tokens whose logits row `i` keeps). A few rows at a time, as [`Self::head`]
+    /// does on the CPU: a row is the whole vocabulary in f32.
+    fn head_rows(&self, hidden: &Tensor, rows: &[u32], reads: &[&[u32]]) -> Result<Vec<TokenRead>> {
+        let mut out = Vec::with_capacity(rows.len());
+        for (rows, reads) in rows.chunks(HEAD_ROWS).zip(reads.chunks(HEAD_ROWS)) {
+            let logits: Vec<Vec<f32>> = self.model.head_at(hidden, rows, None)?.to_vec2()?;
+            out.extend(reads.iter().zip(logits).map(|(read, row)| token_read(&row, read)));
+        }
+        Ok(out)
+    }
+
     /// Full next-token logits after `tokens` on `prefix` (for generation).
     pub fn next_logits(&self, prefix: &Prefix, tokens: &[u32]) -> Result<(Prefix, Vec<f32>)> {
         next_logits_of(&self.model, self.info.config.context_length, prefix, tokens)
@@ -707,6 +770,21 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// A row of full-vocabulary logits reduced to a [`TokenRead`]: the log-normaliser summed in
+/// f64, the first maximum, and the logits of `read` (−∞ for an id past the vocabulary).
+pub fn token_read(row: &[f32], read: &[u32]) -> TokenRead {
+    let (mut argmax, mut best) = (0u32, f32::NEG_INFINITY);
+    for (i, &x) in row.iter().enumerate() {
+        if x > best {
+            (argmax, best) = (i as u32, x);
+        }
+    }
+    let m = best as f64;
+    let log_norm = if m.is_finite() { m + row.iter().map(|&x| (x as f64 - m).exp()).sum::<f64>().ln() } else { m };
+    let logits = read.iter().map(|&id| row.get(id as usize).copied().unwrap_or(f32::NEG_INFINITY)).collect();
+    TokenRead { log_norm, argmax, logits }
 }
 
 /// Rows of full-vocabulary logits computed at once on the CPU ([`Engine::head`]). A row's
@@ -810,6 +888,16 @@ mod tests {
             let e = check_precision(p, &cpu, WeightsMode::F32, MatmulPath::Dense).unwrap_err().to_string();
             assert!(e.contains("needs a CUDA GPU") && e.contains(p.as_str()), "{e}");
         }
+    }
+
+    #[test]
+    fn token_read_normalises_over_the_whole_row_and_takes_the_first_maximum() {
+        // log(e^0 + e^ln2 + e^ln2) = log 5; the first of the two maxima is index 1.
+        let row = [0.0f32, 2f32.ln(), 2f32.ln()];
+        let r = token_read(&row, &[2, 0, 7]);
+        assert!((r.log_norm - 5f64.ln()).abs() < 1e-6, "{}", r.log_norm);
+        assert_eq!(r.argmax, 1);
+        assert_eq!(r.logits, vec![2f32.ln(), 0.0, f32::NEG_INFINITY]);
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! An eval set run in shards, by several processes or machines (the Ray recipe,
+//! `examples/ray_score.py`), and the shards' result files merged into the one a single run
+//! writes. A shard is a set of item groups: every row of a group stays in one shard, so that each
+//! shard's prompt tree still shares what a group's rows share, and the shots come from the whole
+//! set ([`crate::run::run_groups`]), so that every row is scored with a whole run's prompt and
+//! gives a whole run's numbers. The merged file holds the rows in the whole run's order, with
+//! metrics recomputed over all of them.
+
+use crate::config::RunConfig;
+use crate::debias::DebiasMode;
+use crate::error::{Error, Result};
+use crate::evalset::EvalSet;
+use crate::input::Job;
+use crate::results::{now_utc, PlanRecord, ResultFile, RowRecord, Status, Timing};
+use std::collections::{BTreeMap, HashMap};
+
+/// Refuse what a shard cannot reproduce: PriDe estimates its prior from a sample of the whole
+/// run's rows, which no shard sees.
+pub fn check_config(config: &RunConfig) -> Result<()> {
+    if config.debias == DebiasMode::Pride {
+        return Err(Error::Config(
+            "--debias pride estimates its prior from a sample of the whole run's rows, so it cannot be split into shards; run it in one process, or use cyclic, permutation or calibrate".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The item groups of the rows a run of `eval_set` scores, split into at most `n` shards of about
+/// the same number of rows (each group, largest first, to the shard with the fewest rows; ties to
+/// the first), each shard's groups in the set's order. Deterministic.
+pub fn split_groups(eval_set: &EvalSet, config: &RunConfig, limit: Option<usize>, n: usize) -> Result<Vec<Vec<String>>> {
+    check_config(config)?;
+    if n == 0 {
+        return Err(Error::Config("a split into 0 shards leaves nothing to run".into()));
+    }
+    let job = Job::from_eval_set(eval_set, config, limit)?;
+    let mut order: Vec<&str> = Vec::new();
+    let mut rows: HashMap<&str, usize> = HashMap::new();
+    for r in &job.rows {
+        let count = rows.entry(r.group_id.as_str()).or_insert(0);
+        if *count == 0 {
+            order.push(r.group_id.as_str());
+        }
+        *count += 1;
+    }
+    let mut by_size: Vec<usize> = (0..order.len()).collect();
+    by_size.sort_by_key(|&g| std::cmp::Reverse(rows[order[g]]));
+    let mut load = vec![0usize; n.min(order.len())];
+    let mut shard_of = vec![0usize; order.len()];
+    for g in by_size {
+        let s = (0..load.len()).min_by_key(|&s| load[s]).unwrap_or(0);
+        load[s] += rows[order[g]];
+        shard_of[g] = s;
+    }
+    let mut shards = vec![Vec::new(); load.len()];
+    for (g, &s) in shard_of.iter().enumerate() {
+        shards[s].push(order[g].to_string());
+    }
+    Ok(shards)
+}
+
+/// The shards' result files of one run of `eval_set` merged into one: the rows in the order a
+/// single run writes them, metrics recomputed over all of them, the plan's token counts summed,
+/// wall time the longest shard's (they run side by side), peak memory the largest. Refused when
+/// the shards differ in model, eval set, configuration or shots, or share a row. The file is
+/// `partial` when a shard was, or when rows of the run are missing.
+pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
+    let Some(first) = parts.first() else {
+        return Err(Error::Config("no shard result files to merge".into()));
+    };
+    let differ = |i: usize, what: &str| {
+        Error::Config(format!(
+            "shard {i} was run with another {what} than shard 0; merge the shards of one run (same model, eval set and options)"
+        ))
+    };
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        if p.model.sha256 != first.model.sha256 {
+            return Err(differ(i, "model"));
+        }
+        if p.eval_set.sha256 != first.eval_set.sha256 || p.eval_set.limit != first.eval_set.limit {
+            return Err(differ(i, "eval set"));
+        }
+        if p.config != first.config {
+            return Err(differ(i, "configuration"));
+        }
+        if p.shots != first.shots {
+            return Err(differ(i, "set of shots"));
+        }
+    }
+    if eval_set.sha256 != first.eval_set.sha256 {
+        return Err(Error::BadFile {
+            path: eval_set.path.clone(),
+            reason: format!(
+                "is not the eval set the shards scored ({}, sha256 {}); pass that file",
+                first.eval_set.path, first.eval_set.sha256
+            ),
+        });
+    }
+    let job = Job::from_eval_set(eval_set, &first.config, first.eval_set.limit)?;
+    let position: HashMap<&str, usize> = job.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+    let mut rows: BTreeMap<usize, RowRecord> = BTreeMap::new();
+    for p in parts {
+        for r in &p.rows {
+            let Some(&at) = position.get(r.id.as_str()) else {
+                return Err(Error::Config(format!("row `{}` of a shard is not a row of {}", r.id, eval_set.path.display())));
+            };
+            if rows.insert(at, r.clone()).is_some() {
+                return Err(Error::Config(format!(
+                    "row `{}` is in two shards; merge shards of disjoint groups (readout.shard_groups)",
+                    r.id
+                )));
+            }
+        }
+    }
+    let complete = rows.len() == job.rows.len() && parts.iter().all(|p| p.status == Status::Complete);
+    let sum = |f: fn(&PlanRecord) -> usize| parts.iter().map(|p| f(&p.plan)).sum::<usize>();
+    let max = |f: fn(&Timing) -> f64| parts.iter().map(|p| f(&p.timing)).fold(0.0, f64::max);
+    let wall = max(|t| t.wall_seconds);
+    let n = rows.len();
+    let mut merged = ResultFile {
+        status: if complete { Status::Complete } else { Status::Partial },
+        created: now_utc(),
+        eval_set: crate::results::EvalSetRecord { rows: job.rows.len(), ..first.eval_set.clone() },
+        plan: PlanRecord {
+            prompts: sum(|p| p.prompts),
+            prompt_tokens: sum(|p| p.prompt_tokens),
+            unique_tokens: sum(|p| p.unique_tokens),
+            computed_tokens: sum(|p| p.computed_tokens),
+            truncated_rows: sum(|p| p.truncated_rows),
+        },
+        timing: Timing {
+            wall_seconds: wall,
+            model_load_seconds: max(|t| t.model_load_seconds),
+            rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
+            mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
+            peak_rss_bytes: parts.iter().filter_map(|p| p.timing.peak_rss_bytes).max(),
+            peak_device_bytes: parts.iter().filter_map(|p| p.timing.peak_device_bytes).max(),
+        },
+        rows: rows.into_values().collect(),
+        ..first.clone()
+    };
+    merged.summarize();
+    Ok(merged)
+}
