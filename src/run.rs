@@ -127,9 +127,11 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     run_selected(input, None, control)
 }
 
-/// Run an evaluation of only the rows of `groups` (item groups; [`crate::shard`]), with the shots
-/// of the whole set: each row is scored with the prompts, and so the numbers, of a whole run.
-/// The shards of a set merge into the whole run's rows ([`crate::shard::merge`]).
+/// Run an evaluation of only the rows of `groups` (item groups; [`crate::shard`]): the whole
+/// run is planned (its shots, its prompt tree) and only the units on the way to these rows are
+/// computed, as a resumed run computes only what it lacks, so every row gets the bits a whole run
+/// gives it. The result is a partial file of the whole run holding these rows; the shards of a
+/// run merge into the whole run's file ([`crate::shard::merge`]).
 pub fn run_groups(input: RunInput<'_>, groups: &HashSet<String>, control: &mut Control<'_>) -> Result<ResultFile> {
     crate::shard::check_config(&input.config)?;
     run_selected(input, Some(groups), control)
@@ -147,13 +149,20 @@ fn run_selected(
     refuse_abstaining(&config)?;
     crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     // 1. Input: the rows and shots; what a partial file has done already.
-    let mut job = Job::from_eval_set(eval_set, &config, limit)?;
-    if let Some(groups) = groups {
-        job.rows.retain(|r| groups.contains(&r.group_id));
-        if job.rows.is_empty() {
-            return Err(Error::Config("none of the groups asked for has a row to score in this eval set".into()));
+    let job = Job::from_eval_set(eval_set, &config, limit)?;
+    // A shard: the rows of other groups are planned (the tree, and so every number, is the whole
+    // run's) but not read, as a resumed run skips the rows it has.
+    let outside: HashSet<usize> = match groups {
+        Some(groups) => {
+            let outside: HashSet<usize> =
+                (0..job.rows.len()).filter(|&i| !groups.contains(&job.rows[i].group_id)).collect();
+            if outside.len() == job.rows.len() {
+                return Err(Error::Config("none of the groups asked for has a row to score in this eval set".into()));
+            }
+            outside
         }
-    }
+        None => HashSet::new(),
+    };
     let mut done: BTreeMap<usize, RowRecord> = BTreeMap::new();
     let (debias_state, computed_before) = match &resume {
         Some(prev) => {
@@ -190,7 +199,7 @@ fn run_selected(
     // 3. Exec and combine, the rows recorded as they finish.
     let header = Header::new(engine, eval_set, &job, &config, model_load_seconds, limit, family)?;
     let total = job.rows.len();
-    let before: HashSet<usize> = done.keys().copied().collect();
+    let before: HashSet<usize> = done.keys().chain(&outside).copied().collect();
     let ids: Vec<String> = job.rows.iter().map(|r| r.id.clone()).collect();
     let mut checkpoints = control.checkpoint.map(|(path, every)| Checkpoints::new(path, every));
     let opts = config.pass_options(engine.pass_defaults().group_units);

@@ -2,9 +2,11 @@
 //! `examples/ray_score.py`), and the shards' result files merged into the one a single run
 //! writes. A shard is a set of item groups: every row of a group stays in one shard, so that each
 //! shard's prompt tree still shares what a group's rows share, and the shots come from the whole
-//! set ([`crate::run::run_groups`]), so that every row is scored with a whole run's prompt and
-//! gives a whole run's numbers. The merged file holds the rows in the whole run's order, with
-//! metrics recomputed over all of them.
+//! set and each shard plans the whole run's prompt tree, computing only the units on the way to
+//! its rows ([`crate::run::run_groups`]), so that every row gets the bits a whole run gives it (a
+//! token's numbers depend, in the last bits, on the extent of the tree node it is computed in). A
+//! shard's file is a partial file of the whole run; the merged file holds the rows in the whole
+//! run's order, with metrics recomputed over all of them.
 
 use crate::config::RunConfig;
 use crate::debias::DebiasMode;
@@ -28,7 +30,12 @@ pub fn check_config(config: &RunConfig) -> Result<()> {
 /// The item groups of the rows a run of `eval_set` scores, split into at most `n` shards of about
 /// the same number of rows (each group, largest first, to the shard with the fewest rows; ties to
 /// the first), each shard's groups in the set's order. Deterministic.
-pub fn split_groups(eval_set: &EvalSet, config: &RunConfig, limit: Option<usize>, n: usize) -> Result<Vec<Vec<String>>> {
+pub fn split_groups(
+    eval_set: &EvalSet,
+    config: &RunConfig,
+    limit: Option<usize>,
+    n: usize,
+) -> Result<Vec<Vec<String>>> {
     check_config(config)?;
     if n == 0 {
         return Err(Error::Config("a split into 0 shards leaves nothing to run".into()));
@@ -60,10 +67,11 @@ pub fn split_groups(eval_set: &EvalSet, config: &RunConfig, limit: Option<usize>
 }
 
 /// The shards' result files of one run of `eval_set` merged into one: the rows in the order a
-/// single run writes them, metrics recomputed over all of them, the plan's token counts summed,
-/// wall time the longest shard's (they run side by side), peak memory the largest. Refused when
-/// the shards differ in model, eval set, configuration or shots, or share a row. The file is
-/// `partial` when a shard was, or when rows of the run are missing.
+/// single run writes them, metrics recomputed over all of them, the tokens computed summed (the
+/// plan's other counts are the whole run's, the same in every shard), wall time the longest
+/// shard's (they run side by side), peak memory the largest. Refused when the shards differ in
+/// model, eval set, configuration or shots, or share a row. The file is `complete` when it holds
+/// every row of the run, else `partial`.
 pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
     let Some(first) = parts.first() else {
         return Err(Error::Config("no shard result files to merge".into()));
@@ -102,7 +110,11 @@ pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
     for p in parts {
         for r in &p.rows {
             let Some(&at) = position.get(r.id.as_str()) else {
-                return Err(Error::Config(format!("row `{}` of a shard is not a row of {}", r.id, eval_set.path.display())));
+                return Err(Error::Config(format!(
+                    "row `{}` of a shard is not a row of {}",
+                    r.id,
+                    eval_set.path.display()
+                )));
             };
             if rows.insert(at, r.clone()).is_some() {
                 return Err(Error::Config(format!(
@@ -112,8 +124,7 @@ pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
             }
         }
     }
-    let complete = rows.len() == job.rows.len() && parts.iter().all(|p| p.status == Status::Complete);
-    let sum = |f: fn(&PlanRecord) -> usize| parts.iter().map(|p| f(&p.plan)).sum::<usize>();
+    let complete = rows.len() == job.rows.len();
     let max = |f: fn(&Timing) -> f64| parts.iter().map(|p| f(&p.timing)).fold(0.0, f64::max);
     let wall = max(|t| t.wall_seconds);
     let n = rows.len();
@@ -122,11 +133,9 @@ pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
         created: now_utc(),
         eval_set: crate::results::EvalSetRecord { rows: job.rows.len(), ..first.eval_set.clone() },
         plan: PlanRecord {
-            prompts: sum(|p| p.prompts),
-            prompt_tokens: sum(|p| p.prompt_tokens),
-            unique_tokens: sum(|p| p.unique_tokens),
-            computed_tokens: sum(|p| p.computed_tokens),
-            truncated_rows: sum(|p| p.truncated_rows),
+            computed_tokens: parts.iter().map(|p| p.plan.computed_tokens).sum(),
+            truncated_rows: rows.values().filter(|r| r.truncated_tokens.is_some()).count(),
+            ..first.plan.clone()
         },
         timing: Timing {
             wall_seconds: wall,

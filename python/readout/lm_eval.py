@@ -15,9 +15,10 @@ read at every one of its positions in one pass, the full vocabulary's log-softma
 ``loglikelihood_rolling`` and ``generate_until`` are refused with a message saying so.
 
 Model arguments: ``model`` (a GGUF file or a Hugging Face directory; default: the default model),
-``device``, ``chat_template`` (only recorded: the harness renders its own prompts, as text),
-``threads``, ``pass_tokens``. The harness's ``batch_size`` and ``device`` flags are accepted;
-batching is the library's (every request of a call in one tree).
+``chat_template`` (only recorded: the harness renders its own prompts, as text),
+``threads``, ``pass_tokens``, ``weights`` and ``kv_cache`` (as the CLI's options). The harness's ``--device cpu`` is honoured (any other value
+means ``auto``); its ``--batch_size`` is accepted and ignored: batching is the library's (every
+request of a call in one tree).
 """
 
 from __future__ import annotations
@@ -44,14 +45,24 @@ class ReadoutLM(TemplateLM):
         chat_template: Optional[str] = None,
         threads: Optional[int] = None,
         pass_tokens: Optional[int] = None,
+        weights: str = "auto",
+        kv_cache: str = "auto",
         batch_size: Any = None,
         max_batch_size: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        # The harness passes its own `device` ("cuda", "cpu", None) from its flag.
-        device = device if device in ("auto", "cpu", "cuda", "metal") else "auto"
-        self.judge = Judge(model, device, chat_template, threads=None if threads is None else int(threads))
+        # The harness passes its own `--device` (its default "cuda", "cuda:0", "mps", "cpu"):
+        # "cpu" is honoured; anything else is `auto`, a GPU when the wheel has one built in.
+        device = device if device in ("cpu", "metal") else "auto"
+        self.judge = Judge(
+            model,
+            device,
+            chat_template,
+            threads=None if threads is None else int(threads),
+            weights=weights,
+            kv_cache=kv_cache,
+        )
         self.pass_tokens = None if pass_tokens is None else int(pass_tokens)
         self.model_path = model
         self._eot = self._find_eot()

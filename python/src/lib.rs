@@ -145,7 +145,9 @@ impl Judge {
             .map_err(lib_err)?;
         let results = py
             .allow_threads(|| {
-                readout::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| true)
+                readout::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| {
+                    true
+                })
             })
             .map_err(lib_err)?;
         results.iter().map(to_json).collect()
@@ -296,7 +298,8 @@ fn shard_groups(
 #[pyo3(signature = (parts, evalset, family=None, skip_bad=false))]
 fn merge(parts: Vec<String>, evalset: PathBuf, family: Option<String>, skip_bad: bool) -> PyResult<String> {
     let set = load_set(&evalset, skip_bad, family)?;
-    let parts = parts.iter().enumerate().map(|(i, p)| result_file(p, &format!("shard {i}"))).collect::<PyResult<Vec<_>>>()?;
+    let parts =
+        parts.iter().enumerate().map(|(i, p)| result_file(p, &format!("shard {i}"))).collect::<PyResult<Vec<_>>>()?;
     to_json(&readout::shard::merge(&parts, &set).map_err(lib_err)?)
 }
 

@@ -521,9 +521,9 @@ impl Engine {
     /// logits of the leaf's `read` tokens (the log-likelihood of a continuation, each of its
     /// tokens read in the same pass; [`crate::loglik`]).
     pub fn pass_rows(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<RowsOut>> {
-        let (prefixes, rows) = self.pool.install(|| {
-            self.pass_core(units, opts, true, |hidden, rows, reads| self.head_rows(hidden, rows, reads))
-        })?;
+        let (prefixes, rows) = self
+            .pool
+            .install(|| self.pass_core(units, opts, true, |hidden, rows, reads| self.head_rows(hidden, rows, reads)))?;
         Ok(prefixes.into_iter().zip(rows).map(|(prefix, rows)| RowsOut { prefix, rows }).collect())
     }
 

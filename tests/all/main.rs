@@ -19,6 +19,7 @@ mod fidelity;
 mod fuzz_regressions;
 mod gemma3;
 mod hub;
+mod loglik;
 mod long_state;
 mod mcp;
 mod quality;
