@@ -151,3 +151,43 @@ pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
     merged.summarize();
     Ok(merged)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(groups: &[&str]) -> EvalSet {
+        let lines: String = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                format!(
+                    "{{\"id\":\"r{i}\",\"group_id\":\"{g}\",\"family\":\"f\",\"state\":\"s{i}\",\"question\":\"q\",\"options\":[{{\"id\":\"a\",\"description\":\"A\"}},{{\"id\":\"b\",\"description\":\"B\"}}],\"label\":0}}\n"
+                )
+            })
+            .collect();
+        let opts = crate::evalset::LoadOptions { skip_bad: false, limit: None, family: None };
+        EvalSet::parse(lines.as_bytes(), std::path::Path::new("set.jsonl"), &opts).unwrap()
+    }
+
+    #[test]
+    fn groups_stay_whole_and_shards_get_about_the_same_rows() {
+        // Groups x (3 rows), y (2), z (1), w (2): largest first to the lightest shard.
+        let s = set(&["x", "y", "x", "z", "w", "x", "y", "w"]);
+        let config = RunConfig::default();
+        let shards = split_groups(&s, &config, None, 2).unwrap();
+        assert_eq!(shards, vec![vec!["x".to_string(), "z".into()], vec!["y".into(), "w".into()]]);
+        // More shards than groups: one group each.
+        assert_eq!(split_groups(&s, &config, None, 9).unwrap().len(), 4);
+        // The limit counts: the first three rows are groups x and y.
+        assert_eq!(split_groups(&s, &config, Some(3), 2).unwrap(), vec![vec!["x".to_string()], vec!["y".into()]]);
+        assert!(split_groups(&s, &config, None, 0).is_err());
+    }
+
+    #[test]
+    fn pride_cannot_be_sharded() {
+        let config = RunConfig::builder().debias(DebiasMode::Pride).build().unwrap();
+        let err = split_groups(&set(&["x", "y"]), &config, None, 2).unwrap_err().to_string();
+        assert!(err.contains("pride") && err.contains("one process"), "{err}");
+    }
+}

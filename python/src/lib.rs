@@ -95,6 +95,7 @@ impl Judge {
             kv_cache: parse::<KvCache>(kv_cache)?,
             threads,
             chat_template: chat_template.map(parse::<TemplateSource>).transpose()?,
+            ..LoadOptions::default()
         };
         let t0 = Instant::now();
         let engine = py.allow_threads(|| Engine::load(&path, &opts)).map_err(lib_err)?;
