@@ -120,8 +120,8 @@ def test_the_gil_is_released_while_scoring(judge):
 
 def test_loglikelihood_tree_equals_one_request_at_a_time(judge):
     """With f32 weights and KV cache the tree and each request alone, token by token, sum the
-    same products; the default (native weights, f16 cache) rounds differently per pass shape, so
-    there the tree is checked against itself in smaller passes (bit for bit)."""
+    same products; the default (native weights, 16-bit activations, f16 cache) rounds by the pass's
+    shape, so there passes of 2 tokens are held to passes of 1,024 within 1e-4."""
     exact = readout.Judge(MODEL, "cpu", weights="f32", kv_cache="f32")
     ctx = exact.tokenize("The capital of France is")
     other = exact.tokenize("Two plus two is")
@@ -138,7 +138,8 @@ def test_loglikelihood_tree_equals_one_request_at_a_time(judge):
         assert abs(a - b) < 1e-4 and ga == gb and a < 0
     assert tree[0][0] > tree[2][0], "one token is likelier than five"
     native = judge.loglikelihood(reqs)
-    assert native == judge.loglikelihood(reqs, pass_tokens=2)
+    small = judge.loglikelihood(reqs, pass_tokens=2)
+    assert all(abs(a - b) < 1e-4 and ga == gb for (a, ga), (b, gb) in zip(native, small))
     assert all(abs(a - b) < 0.01 for (a, _), (b, _) in zip(native, tree))
     _, work = judge.loglikelihood_work(reqs)
     assert work["computed_tokens"] < work["request_tokens"]
