@@ -121,7 +121,8 @@ def test_the_gil_is_released_while_scoring(judge):
 def test_loglikelihood_tree_equals_one_request_at_a_time(judge):
     """With f32 weights and KV cache the tree and each request alone, token by token, sum the
     same products; the default (native weights, 16-bit activations, f16 cache) rounds by the pass's
-    shape, so there passes of 2 tokens are held to passes of 1,024 within 1e-4."""
+    shape (up to 3e-3 on a five-token continuation), so there passes of 2 tokens are held to passes
+    of 1,024 within 0.01 and the same greedy flags."""
     exact = readout.Judge(MODEL, "cpu", weights="f32", kv_cache="f32")
     ctx = exact.tokenize("The capital of France is")
     other = exact.tokenize("Two plus two is")
@@ -139,7 +140,7 @@ def test_loglikelihood_tree_equals_one_request_at_a_time(judge):
     assert tree[0][0] > tree[2][0], "one token is likelier than five"
     native = judge.loglikelihood(reqs)
     small = judge.loglikelihood(reqs, pass_tokens=2)
-    assert all(abs(a - b) < 1e-4 and ga == gb for (a, ga), (b, gb) in zip(native, small))
+    assert all(abs(a - b) < 0.01 and ga == gb for (a, ga), (b, gb) in zip(native, small))
     assert all(abs(a - b) < 0.01 for (a, _), (b, _) in zip(native, tree))
     _, work = judge.loglikelihood_work(reqs)
     assert work["computed_tokens"] < work["request_tokens"]
