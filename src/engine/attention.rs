@@ -5,6 +5,9 @@
 //! segment's queries read its prefix's keys and values where the cache holds them and the pass's
 //! own under the segment's mask (the tree mask, or the sliding window's), with an online softmax
 //! (FlashAttention's running maximum and sum) and grouped-query heads: one launch a layer.
+//! Tiled: a block takes 32 query vectors of one segment (its tokens × the query heads of one kv
+//! head, so a GQA group's heads share every key) and walks the segment's keys in chunks of 32
+//! staged in shared memory, each read once by the block instead of once a query head and token.
 //!
 //! The kernel is CUDA C (`tree_attention.cu`), compiled at run time by NVRTC (which candle's
 //! CUDA build already loads) the first time a pass uses it. The CPU forward of the op is the
@@ -172,9 +175,29 @@ mod cuda {
 
     const SOURCE: &str = include_str!("tree_attention.cu");
     const MODULE: &str = "readout_tree_attention";
-    const FUNCTION: &str = "tree_attention_f32";
     /// The kernel keeps `head_dim / 32` sums per lane in registers, at most 8.
     const MAX_HEAD_DIM: usize = 256;
+    /// Warps a block (the kernel's `__launch_bounds__` allow 4), query vectors a warp (`QPW`)
+    /// and keys a chunk (`BC`), as in tree_attention.cu.
+    const WARPS: usize = 4;
+    const PER_WARP: usize = 8;
+    const CHUNK: usize = 32;
+
+    /// The kernel made for head dims up to 64, 128 or 256 (the per-lane sums are unrolled).
+    fn function(hd: usize) -> &'static str {
+        match hd {
+            0..=64 => "tree_attention_f32_d64",
+            65..=128 => "tree_attention_f32_d128",
+            _ => "tree_attention_f32_d256",
+        }
+    }
+
+    /// A block's shared memory: its query vectors and a chunk's keys in padded rows, the chunk's
+    /// values, and its probabilities (tree_attention.cu).
+    fn shared_bytes(hd: usize) -> usize {
+        let m = WARPS * PER_WARP;
+        4 * (m * (hd + 4) + CHUNK * (hd + 4) + CHUNK * hd + m * CHUNK)
+    }
 
     /// The kernel's PTX, compiled by NVRTC once per process.
     fn ptx() -> candle_core::Result<&'static str> {
@@ -232,10 +255,12 @@ mod cuda {
             candle_core::bail!("tree attention: head_dim {hd} (the kernel takes multiples of 4 up to {MAX_HEAD_DIM})");
         }
         let (q, k, v) = (view(s1, l1)?, view(s2, l2)?, view(s3, l3)?);
-        // The segments' table, then each token's segment (layout in tree_attention.cu). The
-        // cached tensors live in the op (the caller's), which outlives the launch; their
-        // memory is freed, if at all, in stream order after it.
-        let mut table: Vec<u64> = Vec::with_capacity(op.segs.len() * 6 + s);
+        // The segments' table, then each tile's segment and first query vector (layout in
+        // tree_attention.cu). The cached tensors live in the op (the caller's), which outlives
+        // the launch; their memory is freed, if at all, in stream order after it.
+        let group = h / kvh;
+        let tile = WARPS * PER_WARP;
+        let mut table: Vec<u64> = Vec::with_capacity(op.segs.len() * 6 + (s * group).div_ceil(tile) + op.segs.len());
         for g in &op.segs {
             let (pk, pv, past) = match &g.past {
                 Some((pk, pv)) => (address(pk, &stream)?, address(pv, &stream)?, pk.dim(1)?),
@@ -247,18 +272,31 @@ mod cuda {
             }
             table.extend([g.offset as u64, g.len as u64, past as u64, pk, pv, mask]);
         }
+        let mut tiles = 0u32;
         for (i, g) in op.segs.iter().enumerate() {
-            table.extend(std::iter::repeat_n(i as u64, g.len));
+            for first in (0..g.len * group).step_by(tile) {
+                table.push(((i as u64) << 32) | first as u64);
+                tiles += 1;
+            }
+        }
+        // SAFETY: every element is written by the kernel (each segment's token and head by the
+        // tile holding it), and a pass has at least one token.
+        let out = unsafe { dev.alloc::<f32>(s * h * hd)? };
+        if tiles == 0 {
+            return Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((s, h, hd))));
         }
         let table = dev.clone_htod(&table)?;
-        let func = dev.get_or_load_custom_func(FUNCTION, MODULE, ptx()?)?;
-        // SAFETY: every element is written by the kernel (one warp per token and head).
-        let out = unsafe { dev.alloc::<f32>(s * h * hd)? };
-        let group = h / kvh;
+        let func = dev.get_or_load_custom_func(function(hd), MODULE, ptx()?)?;
+        let shared = shared_bytes(hd);
+        if shared > 48 * 1024 {
+            use candle_core::cuda_backend::cudarc::driver::sys::CUfunction_attribute;
+            func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                .w()?;
+        }
         let cfg = LaunchConfig {
-            grid_dim: (s as u32, kvh as u32, 1),
-            block_dim: (32 * group as u32, 1, 1),
-            shared_mem_bytes: (group * hd * 4) as u32,
+            grid_dim: (tiles, kvh as u32, 1),
+            block_dim: ((32 * WARPS) as u32, 1, 1),
+            shared_mem_bytes: shared as u32,
         };
         let mut b = func.builder();
         b.arg(&q);

@@ -250,7 +250,9 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
     // `--attention kernel` (one CUDA kernel a layer, every segment's prefix read in place):
     // units of different parents in one pass, grouped and not, on Llama, Qwen3 and Gemma 3 (a
     // sliding window of 4, so the local layers' masks are cut), give the matmul path's letter
-    // probabilities within 1e-4 and the kept prefixes carry on alike. On the CPU it is refused.
+    // probabilities within 1e-4 and the kept prefixes carry on alike. The texts are long enough
+    // that a segment spans several of the kernel's tiles (32 query vectors) and its keys several
+    // chunks (32 keys). On the CPU it is refused.
     let dir = tempfile::tempdir().unwrap();
     for arch in [Architecture::Llama, Architecture::Qwen3, Architecture::Gemma3] {
         let path = tiny(arch, "f32", &dir);
@@ -266,13 +268,12 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
         let enc = |t: &str| m.tokenizer().encode(t).unwrap();
         let read = [65u32, 66, 67];
         let probs = |e: &Engine, grouped: bool| -> Vec<Vec<f32>> {
-            let root = e
-                .extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n"))
-                .unwrap();
-            let other = e.extend(&root, &enc("A state under the root.")).unwrap();
+            let long = |t: &str, times: usize| enc(&t.repeat(times));
+            let root = e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n")).unwrap();
+            let other = e.extend(&root, &long("A state under the root. ", 6)).unwrap();
             let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
             let empty = Prefix::empty();
-            let (stem_a, stem_b) = (enc("Stem of unit one"), enc("Unit two has its own, longer stem"));
+            let (stem_a, stem_b) = (long("Stem of unit one, ", 8), long("Unit two has its own, longer stem. ", 5));
             let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
             let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
             let units = vec![
