@@ -162,8 +162,8 @@ pub struct ModelArgs {
     /// Arithmetic of the dense matmuls on a CUDA GPU: f32, tf32 (tensor cores on f32 tensors, every matmul), or bf16 (the block projections' weights and inputs in bf16; attention and the head f32). bench/README.md measures speed and drift of each; the CPU takes f32 only.
     #[arg(long, default_value = "f32")]
     pub precision: Precision,
-    /// Attention on a CUDA GPU: matmuls (per segment: concatenation, two matmuls, mask, softmax) or kernel (one kernel a layer for every segment of a pass, its prefix read in place; same answers within 1e-4).
-    #[arg(long, default_value = "matmuls")]
+    /// Attention on a CUDA GPU: matmuls (per segment: concatenation, two matmuls, mask, softmax), kernel (one kernel a layer for every segment of a pass, its prefix read in place; same answers within 1e-4), or auto (kernel on CUDA, matmuls elsewhere).
+    #[arg(long, default_value = "auto")]
     pub attention: AttentionPath,
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]

@@ -62,7 +62,7 @@ impl Default for LoadOptions {
             int8_activations: false,
             kv_cache: KvCache::Auto,
             precision: Precision::F32,
-            attention: AttentionPath::Matmuls,
+            attention: AttentionPath::Auto,
             threads: None,
             chat_template: None,
         }
@@ -89,7 +89,7 @@ pub struct ModelInfo {
     pub kv_cache: KvCache,
     /// The dense matmuls' arithmetic (`--precision`): `f32`, `tf32` or `bf16`.
     pub precision: Precision,
-    /// How a pass's attention was computed (`--attention`): `matmuls` or `kernel`.
+    /// How a pass's attention was computed (`--attention`): `matmuls` or `kernel`, `auto` resolved.
     pub attention: AttentionPath,
     /// The chat template the prompts are rendered with: a family's name, `file:NAME`, or
     /// `model` for the model's own (`template::ChosenTemplate`).
@@ -236,15 +236,10 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
     let (device, fallback) = device::select(opts.device)?;
     pool.broadcast(|_| device::bind_to_thread(&device));
     // Loading decodes and lays out weights on all of the engine's threads.
-    let (loaded, weights, kv_cache) = pool.install(|| -> Result<_> {
+    let (loaded, weights, kv_cache, attention) = pool.install(|| -> Result<_> {
         let weights = resolve_weights(opts.weights, &device, path)?;
         check_precision(opts.precision, &device, weights, opts.matmul)?;
-        if opts.attention == AttentionPath::Kernel && !device.is_cuda() {
-            return Err(Error::Config(
-                "--attention kernel is a CUDA kernel; elsewhere attention runs as matmuls (use --attention matmuls)"
-                    .into(),
-            ));
-        }
+        let attention = resolve_attention(opts.attention, &device)?;
         let hold = load::Hold {
             matmul: opts.matmul,
             native: weights == WeightsMode::Native,
@@ -255,8 +250,8 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         let mut loaded = load::load(path, &device, hold)?;
         loaded.model.kv_f16 = kv_cache == KvCache::F16;
         loaded.model.tf32 = opts.precision == Precision::Tf32;
-        loaded.model.attention_kernel = opts.attention == AttentionPath::Kernel;
-        Ok((loaded, weights, kv_cache))
+        loaded.model.attention_kernel = attention == AttentionPath::Kernel;
+        Ok((loaded, weights, kv_cache, attention))
     })?;
     let cfg = loaded.model.cfg.clone();
     let info = ModelInfo {
@@ -273,7 +268,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         activations: loaded.model.activations(),
         kv_cache,
         precision: opts.precision,
-        attention: opts.attention,
+        attention,
         source: None,
         // No template chosen yet ([`Engine::load`] chooses one; a [`BareModel`] renders nothing).
         chat_template: "none".into(),
@@ -840,6 +835,21 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
 }
 
 /// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
+/// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
+/// a segment; faster on every model measured there), the matmuls elsewhere; `kernel` asked for
+/// off CUDA is refused.
+fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
+    match mode {
+        AttentionPath::Auto if device.is_cuda() => Ok(AttentionPath::Kernel),
+        AttentionPath::Auto => Ok(AttentionPath::Matmuls),
+        AttentionPath::Kernel if !device.is_cuda() => Err(Error::Config(
+            "--attention kernel is a CUDA kernel; elsewhere attention runs as matmuls (use --attention matmuls or auto)"
+                .into(),
+        )),
+        mode => Ok(mode),
+    }
+}
+
 fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
     match mode {
         KvCache::Auto if device.is_cpu() => Ok(KvCache::F16),
@@ -854,6 +864,15 @@ fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attention_auto_is_the_matmuls_on_the_cpu_and_the_kernel_is_refused_there() {
+        let cpu = Device::Cpu;
+        assert_eq!(resolve_attention(AttentionPath::Auto, &cpu).unwrap(), AttentionPath::Matmuls);
+        assert_eq!(resolve_attention(AttentionPath::Matmuls, &cpu).unwrap(), AttentionPath::Matmuls);
+        let e = resolve_attention(AttentionPath::Kernel, &cpu).unwrap_err().to_string();
+        assert!(e.contains("--attention matmuls or auto"), "{e}");
+    }
 
     #[test]
     fn option_names_round_trip_and_a_wrong_one_says_what_is_expected() {

@@ -76,9 +76,12 @@ pub enum AttentionPath {
     Matmuls,
     /// One kernel a layer for every segment of the pass (`attention.rs`; CUDA).
     Kernel,
+    /// `kernel` on a CUDA GPU (faster there: bench/results/cuda/precision-*), `matmuls`
+    /// elsewhere; a result file records the resolved path.
+    Auto,
 }
 
-option_names!(AttentionPath, "attention path", "matmuls or kernel", { Matmuls => "matmuls", Kernel => "kernel" });
+option_names!(AttentionPath, "attention path", "matmuls, kernel or auto", { Matmuls => "matmuls", Kernel => "kernel", Auto => "auto" });
 option_names!(Precision, "matmul precision", "f32, tf32 or bf16", { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16" });
 option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
 option_names!(WeightsMode, "weights mode", "native, f32 or auto", { Native => "native", F32 => "f32", Auto => "auto" });

@@ -269,7 +269,9 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
         let read = [65u32, 66, 67];
         let probs = |e: &Engine, grouped: bool| -> Vec<Vec<f32>> {
             let long = |t: &str, times: usize| enc(&t.repeat(times));
-            let root = e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n")).unwrap();
+            let root = e
+                .extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n"))
+                .unwrap();
             let other = e.extend(&root, &long("A state under the root. ", 6)).unwrap();
             let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
             let empty = Prefix::empty();
