@@ -836,8 +836,8 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
 
 /// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
 /// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
-/// a segment; faster on every model measured there), the matmuls elsewhere; `kernel` asked for
-/// off CUDA is refused.
+/// a segment; faster on the models the README's CUDA table measures), the matmuls elsewhere;
+/// `kernel` asked for off CUDA is refused.
 fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
     match mode {
         AttentionPath::Auto if device.is_cuda() => Ok(AttentionPath::Kernel),
