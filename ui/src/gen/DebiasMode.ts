@@ -3,4 +3,4 @@
 /**
  * How orderings are combined.
  */
-export type DebiasMode = "none" | "cyclic" | "permutation" | "calibrate" | "pride";
+export type DebiasMode = "none" | "cyclic" | "permutation" | "calibrate" | "pride" | "batch";
