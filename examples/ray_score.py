@@ -96,6 +96,11 @@ def actor_options(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
 
 
 def score_texts(args: argparse.Namespace) -> dict[str, Any]:
+    if args.debias in ("pride", "batch"):
+        # Each Ray batch is scored on its own, so a prior estimated from the texts' own rows would
+        # come from one batch, not from all the texts: the answers would differ from one process's.
+        sys.exit(f"--debias {args.debias} estimates its prior from all the texts scored together; "
+                 "score them in one process (`readout score`), or use none, cyclic, permutation or calibrate")
     with open(args.rubric, encoding="utf-8") as f:
         rubric = json.load(f)
     rows = read_texts(args.texts)

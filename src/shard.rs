@@ -17,14 +17,16 @@ use crate::results::{now_utc, PlanRecord, ResultFile, RowRecord, Status, Timing}
 use std::collections::{BTreeMap, HashMap};
 
 /// Refuse what a shard cannot reproduce: PriDe estimates its prior from a sample of the whole
-/// run's rows, which no shard sees.
+/// run's rows, batch calibration from all of them; no shard sees them.
 pub fn check_config(config: &RunConfig) -> Result<()> {
-    if config.debias == DebiasMode::Pride {
-        return Err(Error::Config(
-            "--debias pride estimates its prior from a sample of the whole run's rows, so it cannot be split into shards; run it in one process, or use cyclic, permutation or calibrate".into(),
-        ));
-    }
-    Ok(())
+    let what = match config.debias {
+        DebiasMode::Pride => "--debias pride estimates its prior from a sample of the whole run's rows",
+        DebiasMode::Batch => "--debias batch estimates its prior from all of the run's rows",
+        _ => return Ok(()),
+    };
+    Err(Error::Config(format!(
+        "{what}, so it cannot be split into shards; run it in one process, or use cyclic, permutation or calibrate"
+    )))
 }
 
 /// The item groups of the rows a run of `eval_set` scores, split into at most `n` shards of about
@@ -189,5 +191,12 @@ mod tests {
         let config = RunConfig::builder().debias(DebiasMode::Pride).build().unwrap();
         let err = split_groups(&set(&["x", "y"]), &config, None, 2).unwrap_err().to_string();
         assert!(err.contains("pride") && err.contains("one process"), "{err}");
+    }
+
+    #[test]
+    fn batch_calibration_cannot_be_sharded() {
+        let config = RunConfig::builder().debias(DebiasMode::Batch).build().unwrap();
+        let err = split_groups(&set(&["x", "y"]), &config, None, 2).unwrap_err().to_string();
+        assert!(err.contains("batch") && err.contains("one process"), "{err}");
     }
 }

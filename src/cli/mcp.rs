@@ -54,7 +54,7 @@ pub struct ScoreParams {
     /// (carried into its result).
     pub texts: Vec<TextArg>,
     /// How orderings of the options are scored and combined: none (the default), cyclic (every
-    /// rotation, averaged; flags order-unstable answers), permutation, calibrate or pride.
+    /// rotation, averaged; flags order-unstable answers), permutation, calibrate, pride or batch.
     #[serde(default)]
     pub debias: Option<String>,
     /// Cut a text too long for the model's context from the middle instead of refusing it.

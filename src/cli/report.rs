@@ -64,7 +64,7 @@ pub struct TableArgs {
 }
 
 fn debias_rank(d: &str) -> usize {
-    ["none", "cyclic", "calibrate", "permutation", "pride"].iter().position(|x| *x == d).unwrap_or(9)
+    ["none", "cyclic", "calibrate", "permutation", "pride", "batch"].iter().position(|x| *x == d).unwrap_or(9)
 }
 
 /// The runs of a folder as a table, one row per result file.

@@ -378,7 +378,7 @@ struct ScoreRequest {
     #[schema(value_type = Vec<TextIn>)]
     texts: Vec<serde_json::Value>,
     /// How orderings of the options are scored and combined: none (the default), cyclic,
-    /// permutation, calibrate or pride (as `readout score --debias`).
+    /// permutation, calibrate, pride or batch (as `readout score --debias`).
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     debias: DebiasMode,
