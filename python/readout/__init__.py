@@ -81,8 +81,11 @@ def _result_json(r: Union[PathLike, Mapping[str, Any]]) -> str:
 
 
 class Judge:
-    """A model loaded once. ``model``: a GGUF file or a Hugging Face model directory (default:
-    :func:`default_model`); ``device``: ``auto``, ``cpu``, ``cuda`` or ``metal``;
+    """A model loaded once. ``model``: a GGUF file, a Hugging Face model directory, or a model on
+    the Hugging Face hub as ``hf:ORG/REPO[@REVISION][:FILE]`` (downloaded into the hub's cache
+    once, resumed when cut off, checked against the hub's sha256; then read from the cache, and
+    only from it with ``offline=True`` or ``HF_HUB_OFFLINE=1``); default: :func:`default_model`.
+    ``device``: ``auto``, ``cpu``, ``cuda`` or ``metal``;
     ``chat_template``: a family name llama.cpp knows (``chatml``, ``gemma``, …) or a Jinja file,
     for a model without one of its own; the rest as the CLI's options of the same names."""
 
@@ -97,6 +100,7 @@ class Judge:
         kv_cache: str = "auto",
         int8_activations: bool = False,
         matmul: str = "dense",
+        offline: bool = False,
     ) -> None:
         self._judge = _readout.Judge(
             None if model is None else os.fspath(model),
@@ -107,6 +111,7 @@ class Judge:
             kv_cache,
             int8_activations,
             matmul,
+            offline,
         )
 
     @property

@@ -28,6 +28,7 @@ class Judge:
         kv_cache: str = "auto",
         int8_activations: bool = False,
         matmul: str = "dense",
+        offline: bool = False,
     ) -> None: ...
     @property
     def info(self) -> dict[str, Any]: ...

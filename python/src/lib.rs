@@ -3,7 +3,9 @@
 //! the library with the GIL released, and hands back the library's own JSON (the `--json` lines
 //! of `score`, the result file of `run`, a comparison), which `readout/__init__.py` turns into
 //! dicts. Like every shell it, not the library, reads the environment: `READOUT_MODEL` and the
-//! user's data folder, to find the default model the way the CLI does. Library errors become
+//! user's data folder, to find the default model the way the CLI does, and the Hugging Face
+//! hub's variables (`HF_HOME`, `HF_HUB_CACHE`, `HF_ENDPOINT`, `HF_TOKEN`, `HF_HUB_OFFLINE`) for a
+//! model named `hf:ORG/REPO[@REVISION][:FILE]`, as the CLI reads them. Library errors become
 //! `readout.ReadoutError` with the library's message and its kind (the error's variant name).
 
 use pyo3::create_exception;
@@ -14,6 +16,7 @@ use readout::debias::DebiasMode;
 use readout::device::DeviceRequest;
 use readout::engine::{Engine, KvCache, LoadOptions, MatmulPath, WeightsMode};
 use readout::evalset::EvalSet;
+use readout::hub::{resolve, HubOptions, HubSpec};
 use readout::loglik::Request;
 use readout::results::ResultFile;
 use readout::rubric::Rubric;
@@ -73,7 +76,7 @@ struct Judge {
 #[pymethods]
 impl Judge {
     #[new]
-    #[pyo3(signature = (model=None, device="auto", chat_template=None, threads=None, weights="auto", kv_cache="auto", int8_activations=false, matmul="dense"))]
+    #[pyo3(signature = (model=None, device="auto", chat_template=None, threads=None, weights="auto", kv_cache="auto", int8_activations=false, matmul="dense", offline=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -85,8 +88,22 @@ impl Judge {
         kv_cache: &str,
         int8_activations: bool,
         matmul: &str,
+        offline: bool,
     ) -> PyResult<Self> {
-        let path = model.unwrap_or_else(|| PathBuf::from(default_model()));
+        let named = model.unwrap_or_else(|| PathBuf::from(default_model()));
+        let (path, source) = match named.to_str().and_then(HubSpec::from_model_arg) {
+            Some(spec) => {
+                let spec = spec.map_err(lib_err)?;
+                let mut hub = HubOptions::from_vars(&|name| std::env::var(name).ok(), dirs::home_dir()).ok_or_else(
+                    || raise("Config", "no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME".into()),
+                )?;
+                hub.offline |= offline;
+                // No progress to draw here: a download runs to its end (or its error).
+                let resolved = py.allow_threads(|| resolve(&spec, &hub, &mut |_| true)).map_err(lib_err)?;
+                (resolved.path, Some(resolved.source))
+            }
+            None => (named, None),
+        };
         let opts = LoadOptions {
             device: parse::<DeviceRequest>(device)?,
             matmul: parse::<MatmulPath>(matmul)?,
@@ -98,7 +115,10 @@ impl Judge {
             ..LoadOptions::default()
         };
         let t0 = Instant::now();
-        let engine = py.allow_threads(|| Engine::load(&path, &opts)).map_err(lib_err)?;
+        let mut engine = py.allow_threads(|| Engine::load(&path, &opts)).map_err(lib_err)?;
+        if let Some(source) = source {
+            engine.set_source(source);
+        }
         Ok(Judge { engine, load_seconds: t0.elapsed().as_secs_f64() })
     }
 

@@ -2,7 +2,11 @@
 task (examples/lm_eval/authored144, nothing downloaded), and each choice's log-likelihood the
 harness got equal to Readout's own on the same strings, one request at a time (within 1e-4)."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +68,25 @@ def test_the_default_model_runs_the_whole_task_and_refuses_generation():
     with pytest.raises(NotImplementedError, match="loglikelihood_rolling"):
         lm.loglikelihood_rolling([])
     assert lm.eot_token_id >= 0 and lm.max_length == 8192
+
+
+def test_the_harness_s_own_command_line_finds_model_readout(tmp_path):
+    """`lm_eval run --model readout`: the harness's console script, nothing imported first. The
+    wheel's .pth hook registers the backend when the harness imports its models, and start-up
+    of any other program loads neither the harness nor Readout's native library."""
+    bindir = Path(sys.executable).parent
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [str(bindir / "lm_eval"), "run", "--model", "readout", "--model_args", f"model={MODEL}",
+         "--device", "cpu", "--tasks", "authored144", "--include_path", str(ROOT / "examples" / "lm_eval"),
+         "--limit", "4", "--output_path", str(out)],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    [res] = list(out.rglob("results_*.json"))
+    assert 0.0 <= json.loads(res.read_text())["results"]["authored144"]["acc,none"] <= 1.0
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('readout', 'lm_eval', '_readout_lm_eval_hook')))"],
+        capture_output=True, text=True, check=True,
+    )
+    assert probe.stdout.strip() == "['_readout_lm_eval_hook']"
