@@ -94,9 +94,10 @@ impl Judge {
         let (path, source) = match named.to_str().and_then(HubSpec::from_model_arg) {
             Some(spec) => {
                 let spec = spec.map_err(lib_err)?;
-                let mut hub = HubOptions::from_vars(&|name| std::env::var(name).ok(), dirs::home_dir()).ok_or_else(
-                    || raise("Config", "no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME".into()),
-                )?;
+                let mut hub =
+                    HubOptions::from_vars(&|name| std::env::var(name).ok(), dirs::home_dir()).ok_or_else(|| {
+                        raise("Config", "no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME".into())
+                    })?;
                 hub.offline |= offline;
                 // No progress to draw here: a download runs to its end (or its error).
                 let resolved = py.allow_threads(|| resolve(&spec, &hub, &mut |_| true)).map_err(lib_err)?;
