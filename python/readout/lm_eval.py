@@ -1,13 +1,14 @@
 """Readout as an lm-evaluation-harness backend: ``--model readout``.
 
-lm-evaluation-harness (0.4.13) finds models in its own registry only (no entry-point group), so
-this module registers ``readout`` there when imported, and running it as a program runs the
-harness's command line with the model registered::
+lm-evaluation-harness (0.4.13) finds models in its own registry only (no entry-point group): the
+wheel's ``readout-lm-eval.pth`` hook (``_readout_lm_eval_hook``) registers ``readout`` there,
+lazily, when the harness imports its models, so the harness's own command line takes it::
 
-    python -m readout.lm_eval run --model readout --model_args model=models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+    lm_eval run --model readout --model_args model=models/SmolLM2-135M-Instruct.Q4_1.gguf \\
         --tasks authored144 --include_path examples/lm_eval
 
-From Python, ``import readout.lm_eval`` before ``lm_eval.simple_evaluate(model="readout", ...)``.
+Importing this module registers the class itself (for a Python without the hook: a source tree
+on ``sys.path``), and ``python -m readout.lm_eval`` runs the same command line.
 
 ``loglikelihood``: every request of the call is planned as one prefix tree by the library
 (``readout::loglik``): the contexts computed once per shared prefix, each continuation a leaf
