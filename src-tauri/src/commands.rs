@@ -80,6 +80,22 @@ pub struct TextIn {
     pub text: String,
 }
 
+/// The Score page's choices beyond the option order and the model: when to give no answer
+/// (`readout score --abstain-below`, `--abstain-letter-mass`) and a fitted temperature
+/// (`--calibration`). Absent fields: no abstaining, no temperature.
+#[derive(Debug, Default, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoreOptions {
+    /// No answer when the top probability is below this (0 to 1).
+    pub abstain_below: Option<f64>,
+    /// No answer when the letters' share of the model's next-token distribution is below this
+    /// (0 to 1): none of the options fits.
+    pub abstain_letter_mass: Option<f64>,
+    /// A calibration file (`readout calibrate`), as `pick_file` gave it.
+    pub calibration: Option<PathBuf>,
+}
+
 #[tauri::command]
 pub async fn score_texts(
     state: State<'_, AppState>,
@@ -87,11 +103,19 @@ pub async fn score_texts(
     texts: Vec<TextIn>,
     debias: Option<String>,
     model: Option<PathBuf>,
+    options: Option<ScoreOptions>,
     on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
     let rubric = Rubric::parse(&rubric.to_string(), Path::new("(rubric)")).map_err(msg)?;
     let debias: DebiasMode = debias.as_deref().unwrap_or("none").parse()?;
-    let config = RunConfig::builder().debias(debias).build().map_err(msg)?;
+    let options = options.unwrap_or_default();
+    let config = RunConfig::builder()
+        .debias(debias)
+        .calibration(calibration(options.calibration.as_deref())?)
+        .abstain_below(options.abstain_below)
+        .abstain_letter_mass(options.abstain_letter_mass)
+        .build()
+        .map_err(msg)?;
     let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
     if texts.iter().all(|t| t.text.trim().is_empty()) {
         return Err("there is no text to score; paste one or open a file".into());
@@ -109,6 +133,12 @@ pub async fn score_texts(
     })
     .await
     .map_err(msg)?
+}
+
+/// The temperature of a calibration file, as the configuration takes it (the CLI's
+/// `--calibration`); the library checks it against the job's debias mode and model.
+fn calibration(path: Option<&Path>) -> Res<Option<readout::calibrate::Calibration>> {
+    path.map(|p| readout::calibrate::CalibrationFile::load(p).map(|(_, c)| c).map_err(msg)).transpose()
 }
 
 /// Texts scored so far, sent after each one.
@@ -247,6 +277,9 @@ pub struct RunRequest {
     /// Complete the partial file a stopped (or crashed) run of these same options left in the
     /// results folder, instead of starting over.
     pub resume: Option<bool>,
+    /// A calibration file (`readout calibrate`), as `pick_file` gave it: its temperature is
+    /// applied to every row and recorded in the result file.
+    pub calibration: Option<PathBuf>,
 }
 
 #[tauri::command]
@@ -263,6 +296,8 @@ pub async fn run_eval(
     let set = EvalSet::load(&request.eval_set, &opts).map_err(msg)?;
     let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
     let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
+    // Read before the model loads, as the eval set is: a bad file is refused at once.
+    let temperature = calibration(request.calibration.as_deref())?;
     let t0 = std::time::Instant::now();
     let engine = state.engine(request.model.as_deref())?;
     let load_seconds = t0.elapsed().as_secs_f64();
@@ -278,6 +313,7 @@ pub async fn run_eval(
         b = b.prompt_version(p.parse()?);
     }
     b = b.matmul(engine.info().matmul);
+    b = b.calibration(temperature);
     let mut config = b.build().map_err(msg)?;
     let bench = state.settings().bench_dir;
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -707,6 +743,7 @@ pub async fn pick_file<R: tauri::Runtime>(
         "chat_template" => d.add_filter("Jinja chat template", &["jinja", "j2", "txt"]),
         "export_csv" => d.add_filter("CSV", &["csv"]),
         "export_json" => d.add_filter("JSON", &["json"]),
+        "calibration" => d.add_filter("Calibration file", &["json"]),
         _ => d,
     };
     // Saving a result: the CLI's name for it unless the page gives one.

@@ -6,7 +6,7 @@
 
 use crate::commands::{
     CatalogueItem, DeriveRequest, EvalSetEntry, Example, ModelEntry, PullProgress, ResultEntry, RunRequest,
-    ScoreProgress, SettingsView, TextIn,
+    ScoreOptions, ScoreProgress, SettingsView, TextIn,
 };
 use crate::state::Settings;
 use readout::derive::Derivation;
@@ -28,6 +28,7 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     // Arguments.
     TextIn::export_all(cfg)?;
     RunRequest::export_all(cfg)?;
+    ScoreOptions::export_all(cfg)?;
     DeriveRequest::export_all(cfg)?;
     Settings::export_all(cfg)?;
     // Answers and channel messages.

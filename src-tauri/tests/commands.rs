@@ -118,6 +118,134 @@ fn score_texts_returns_probabilities_per_criterion() {
     assert!(err.as_str().unwrap().contains("no text"), "{err}");
 }
 
+/// The default model (`models/fetch`), for what the tiny random model cannot show: real
+/// abstentions, and a calibration file fitted on it.
+fn default_model() -> std::path::PathBuf {
+    let p = repo().join("models").join(readout::DEFAULT_MODEL_FILE);
+    assert!(p.exists(), "the default model is missing: run `models/fetch` first ({} not found)", p.display());
+    p
+}
+
+/// Every criterion of every text of a `score_texts` answer, in order.
+fn criteria_of(out: &Value) -> Vec<Value> {
+    out.as_array().unwrap().iter().flat_map(|t| t["criteria"].as_array().unwrap().clone()).collect()
+}
+
+/// A threshold halfway between the middle two of `values`: the lower half falls under it.
+fn between_middle(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    assert!(v[n / 2 - 1] < v[n / 2], "the middle two are equal: {v:?}");
+    (v[n / 2 - 1] + v[n / 2]) / 2.0
+}
+
+#[test]
+fn score_texts_abstains_under_a_confidence_or_a_letter_mass_on_the_default_model() {
+    let app = app();
+    let ex = call(&app, "example", json!({})).unwrap();
+    let texts: Vec<Value> = ex["texts"].as_array().unwrap().iter().map(|t| json!({"text": t})).collect();
+    let score = |options: Value| {
+        call(
+            &app,
+            "score_texts",
+            json!({"onProgress": "__CHANNEL__:21", "rubric": ex["rubric"], "texts": texts, "model": default_model(), "options": options}),
+        )
+    };
+    let plain = criteria_of(&score(json!({})).unwrap());
+    assert_eq!(plain.len(), 9, "three texts, three criteria");
+    assert!(
+        plain.iter().all(|c| c["chosen"].is_string() && c.get("abstained").is_none()),
+        "no options: every criterion answered"
+    );
+    let probability: Vec<f64> = plain.iter().map(|c| c["probability"].as_f64().unwrap()).collect();
+    let mass: Vec<f64> = plain.iter().map(|c| c["letter_mass"].as_f64().unwrap()).collect();
+
+    // Under the confidence threshold: no answer, "confidence"; the probabilities stay as they were.
+    let p = between_middle(&probability);
+    let out = criteria_of(&score(json!({"abstainBelow": p})).unwrap());
+    for (c, (before, &prob)) in out.iter().zip(plain.iter().zip(&probability)) {
+        assert_eq!(c["options"], before["options"]);
+        if prob < p {
+            assert_eq!(c["abstained"], "confidence", "{c}");
+            assert!(c["chosen"].is_null(), "{c}");
+        } else {
+            assert!(c.get("abstained").is_none(), "{c}");
+            assert_eq!(c["chosen"], before["chosen"]);
+        }
+    }
+    assert_eq!(out.iter().filter(|c| c["chosen"].is_null()).count(), 4, "the lower half of nine: {p}");
+
+    // Under the letter-mass threshold: "letter_mass" (it wins over the confidence, as the CLI's).
+    let m = between_middle(&mass);
+    let out = criteria_of(&score(json!({"abstainLetterMass": m, "abstainBelow": 0.0})).unwrap());
+    for (c, &lm) in out.iter().zip(&mass) {
+        if lm < m {
+            assert_eq!(c["abstained"], "letter_mass", "{c}");
+            assert!(c["chosen"].is_null(), "{c}");
+        } else {
+            assert!(c.get("abstained").is_none() && c["chosen"].is_string(), "{c}");
+        }
+    }
+    // Out of range: the library's message.
+    let err = score(json!({"abstainBelow": 1.5})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("from 0 to 1"), "{err}");
+}
+
+/// The committed calibration file fitted on the default model's 3-shot cyclic run.
+fn calibration_file() -> std::path::PathBuf {
+    repo().join("bench/results/quality/smollm2-135m-instruct.q4_1_3shot_cyclic.calibration.json")
+}
+
+#[test]
+fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
+    let app = app();
+    let cal = calibration_file();
+    let (_, applied) = readout::calibrate::CalibrationFile::load(&cal).unwrap();
+    // `model` None: the app's default, the tiny random model.
+    let score = |debias: &str, model: Option<&std::path::Path>, options: Value| {
+        call(
+            &app,
+            "score_texts",
+            json!({"onProgress": "__CHANNEL__:22", "rubric": rubric(), "texts": [{"text": "Refund me, I paid twice."}],
+                   "debias": debias, "model": model, "options": options}),
+        )
+    };
+    let smollm2 = default_model();
+    let plain = criteria_of(&score("cyclic", Some(&smollm2), json!({})).unwrap());
+    let calibrated = criteria_of(&score("cyclic", Some(&smollm2), json!({"calibration": cal})).unwrap());
+    for (a, b) in plain.iter().zip(&calibrated) {
+        let probs = |c: &Value| -> Vec<f64> {
+            c["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect()
+        };
+        let want = readout::calibrate::apply_temperature(&probs(a), applied.temperature);
+        for (got, want) in probs(b).iter().zip(&want) {
+            assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        }
+        assert!(b["probability"].as_f64() > a["probability"].as_f64(), "a temperature of 0.3 sharpens: {a} {b}");
+    }
+    // Fitted on a cyclic run of the default model: refused with another debias mode or model.
+    let err = score("none", Some(&smollm2), json!({"calibration": cal})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("--debias cyclic"), "{err}");
+    let err = score("cyclic", None, json!({"calibration": cal})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("another model"), "{err}");
+    let not_one = repo().join("examples/support-ticket.rubric.json");
+    let err = score("cyclic", Some(&smollm2), json!({"calibration": not_one})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("not a calibration file"), "{err}");
+
+    // An evaluation applies it and the result file records it, as `readout run --calibration`.
+    let set = app.bench.parent().unwrap().join("evalsets/small.jsonl");
+    let r = call(
+        &app,
+        "run_eval",
+        json!({"request": {"evalSet": set, "model": smollm2, "debias": "cyclic", "limit": 2, "calibration": cal},
+               "onProgress": "__CHANNEL__:23"}),
+    )
+    .unwrap();
+    assert_eq!(r["status"], "complete");
+    assert_eq!(r["config"]["calibration"], serde_json::to_value(&applied).unwrap());
+}
+
 #[test]
 fn rubrics_round_trip_and_bad_ones_are_refused() {
     let app = app();
@@ -444,6 +572,8 @@ struct MockFixtures {
     /// The metrics of each bundled run cut after every 24 rows, as a stopped run has them.
     partials: Vec<MockPartial>,
     comparisons: Vec<MockComparison>,
+    /// The temperature of the bundled calibration file, as the library reads it for a job.
+    calibration: readout::calibrate::Calibration,
 }
 
 #[derive(serde::Serialize, ts_rs::TS)]
@@ -468,11 +598,16 @@ struct MockComparison {
     comparison: readout::metrics::Comparison,
 }
 
-/// The bundled result files the mock serves (bench/results), by debias mode.
+/// The bundled result files the mock serves (under bench/results), by debias mode: the default
+/// model on authored144 with 3 shots, with every metric (the risk–coverage curve and position
+/// bias included).
 const MOCK_RUNS: [(readout::debias::DebiasMode, &str); 2] = [
-    (readout::debias::DebiasMode::Cyclic, "authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json"),
-    (readout::debias::DebiasMode::None, "authored144_smollm2-135m-instruct.q4_1_readout_3shot_none.json"),
+    (readout::debias::DebiasMode::Cyclic, "quality/smollm2-135m-instruct.q4_1_3shot_cyclic.json"),
+    (readout::debias::DebiasMode::None, "quality/smollm2-135m-instruct.q4_1_3shot_none.json"),
 ];
+
+/// The calibration file the mock's file dialog picks (fitted on the cyclic run above).
+const MOCK_CALIBRATION: &str = "quality/smollm2-135m-instruct.q4_1_3shot_cyclic.calibration.json";
 
 /// The letter counts the mock has DERIVED figures for.
 const MOCK_LETTERS: std::ops::RangeInclusive<u64> = 2..=8;
@@ -530,7 +665,8 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     let mut runs = Vec::new();
     for (debias, name) in MOCK_RUNS {
         let file = results.join(name);
-        fixtures.insert(name.to_string(), pretty(&call(&app, "load_result", json!({"file": file})).unwrap()));
+        let base = file.file_name().unwrap().to_string_lossy().into_owned();
+        fixtures.insert(base, pretty(&call(&app, "load_result", json!({"file": file})).unwrap()));
         runs.push((debias, file));
     }
     let models: Vec<ModelEntry> = [
@@ -585,7 +721,8 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     assert_eq!(comparisons.len(), 4);
     let catalogue = readout_app_lib::commands::catalogue();
     let chat_template_names = readout_app_lib::commands::chat_template_names();
-    let mock = MockFixtures { models, catalogue, chat_template_names, derivations, partials, comparisons };
+    let (_, calibration) = readout::calibrate::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
+    let mock = MockFixtures { models, catalogue, chat_template_names, derivations, partials, comparisons, calibration };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }

@@ -24,4 +24,9 @@ skipBad?: boolean,
  * Complete the partial file a stopped (or crashed) run of these same options left in the
  * results folder, instead of starting over.
  */
-resume?: boolean, };
+resume?: boolean, 
+/**
+ * A calibration file (`readout calibrate`), as `pick_file` gave it: its temperature is
+ * applied to every row and recorded in the result file.
+ */
+calibration?: string, };
