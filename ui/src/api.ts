@@ -22,6 +22,7 @@ import type {
   ResultFile,
   Rubric,
   RunRequest,
+  ScoreOptions,
   ScoreProgress,
   Settings,
   TextIn,
@@ -36,6 +37,8 @@ export interface ScoreRequest {
   /** How the options' order is handled (the library's debias modes, as in a run). */
   debias: DebiasMode;
   model?: string;
+  /** When to give no answer, and a calibration file (path from pick_file); omitted = neither. */
+  options?: ScoreOptions;
 }
 
 /** The backend, as the UI sees it. Both the Tauri and the mock implementation provide it. */
@@ -82,9 +85,9 @@ const strip = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 const tauriBackend: Backend = {
-  scoreTexts: ({ rubric, texts, debias, model }, onProgress) =>
+  scoreTexts: ({ rubric, texts, debias, model, options }, onProgress) =>
     invoke<TextResult[]>('score_texts', {
-      ...strip({ rubric, texts: texts satisfies TextIn[], debias, model }),
+      ...strip({ rubric, texts: texts satisfies TextIn[], debias, model, options: options && (strip(options) satisfies ScoreOptions) }),
       onProgress: new Channel<ScoreProgress>(onProgress),
     }),
   example: () => invoke<Example>('example'),

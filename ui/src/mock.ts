@@ -12,16 +12,20 @@
 //   ?fail=a,b        the named commands fail (e.g. fail=list_results,list_models,add_model)
 //   ?badset=1        the eval-set folder also holds a set that cannot be read (line 2, `options`)
 //   ?fallback=1      the model runs on the CPU because the GPU could not be used (the engine's reason)
+//   ?old=1           the result files are as written before the risk–coverage curve and position
+//                    bias existed (those fields left out)
 //   (with ?empty=1 the app has no model at all: the first-start offer shows; a download from the
 //    hub takes ~2 s, ~12 s with ?slow=1, and pulls the catalogue's models only)
 // and inputs that fail the way the real backend does:
 //   a text containing FAIL           → score_texts fails (prompt longer than the context)
 //   an eval set whose path ends bad.jsonl → run_eval refuses the set (line 2, field `options`)
 //   a rubric path containing "bad"   → load_rubric fails (field `questions.topic.criteria`)
+//   the calibration file (fitted on a cyclic run) with another debias mode → refused as the
+//   library refuses it; with cyclic, its temperature sharpens the made-up answers
 import type { Backend, ScoreRequest } from './api';
 import exampleFixture from './fixtures/example.json';
-import cyclicFixture from './fixtures/authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic.json';
-import noneFixture from './fixtures/authored144_smollm2-135m-instruct.q4_1_readout_3shot_none.json';
+import cyclicFixture from './fixtures/smollm2-135m-instruct.q4_1_3shot_cyclic.json';
+import noneFixture from './fixtures/smollm2-135m-instruct.q4_1_3shot_none.json';
 import mockFixture from './fixtures/mock.json';
 import type { MockFixtures } from './gen/MockFixtures';
 import type {
@@ -35,6 +39,7 @@ import type {
   ResultEntry,
   ResultFile,
   Rubric,
+  ScoreOptions,
   ScoreProgress,
   Settings,
   TextResult,
@@ -46,6 +51,7 @@ const EMPTY = query.get('empty') === '1';
 const FAIL = new Set((query.get('fail') ?? '').split(',').filter(Boolean));
 const BADSET = query.get('badset') === '1';
 const FALLBACK = query.get('fallback') === '1';
+const OLD = query.get('old') === '1';
 
 /** The library's message for the bad set (as `EvalSet::load` words it). */
 const badSetMessage = (path: string) =>
@@ -63,11 +69,29 @@ function failIf(command: string, message: string): void {
 // casts say which generated type each fixture is, as the shell's answer it was recorded from.
 const FIXTURES = mockFixture as unknown as MockFixtures;
 const EXAMPLE = exampleFixture as unknown as Example;
+/** A result file as written before the risk–coverage curve and position bias (?old=1). */
+const asOld = (r: ResultFile): ResultFile => {
+  if (!OLD || !r.metrics) return r;
+  const { selective: _s, position_bias: _p, ...metrics } = r.metrics;
+  return { ...r, metrics };
+};
 /** The two bundled runs, by the debias mode they were made with. */
 const RUNS: { debias: DebiasMode; file: ResultFile }[] = [
-  { debias: 'cyclic', file: cyclicFixture as unknown as ResultFile },
-  { debias: 'none', file: noneFixture as unknown as ResultFile },
+  { debias: 'cyclic', file: asOld(cyclicFixture as unknown as ResultFile) },
+  { debias: 'none', file: asOld(noneFixture as unknown as ResultFile) },
 ];
+/** Where the mock's file dialog finds a calibration file, and what the library reads from it. */
+const CALIBRATION_PATH = `bench/results/quality/${FIXTURES.calibration.file}`;
+
+/** The library's refusal of a calibration fitted with another debias mode (`RunConfig::build`). */
+function checkCalibration(path: string | undefined, debias: DebiasMode): void {
+  if (!path) return;
+  if (path !== CALIBRATION_PATH) throw `${path}: No such file or directory (os error 2)`;
+  const c = FIXTURES.calibration;
+  if (c.debias !== debias) {
+    throw `${c.file} was fitted on a run with --debias ${c.debias}; use --debias ${c.debias} with it, or fit one on a run with --debias ${debias}`;
+  }
+}
 /** The bundled run a mock run of `debias` replays. */
 const runFor = (debias: DebiasMode) => (debias === 'none' ? RUNS[1] : RUNS[0]);
 
@@ -139,8 +163,9 @@ function checkRubric(rubric: Rubric, file: string): void {
   }
 }
 
-/** Made-up answers (there is no model here); `checked`: more than one option order was scored. */
-function scoreOne(text: string, name: string, q: Rubric['questions'][string], checked: boolean): CriterionResult {
+/** Made-up answers (there is no model here); `checked`: more than one option order was scored.
+ * The options' abstain thresholds and temperature act on them as the library's act on a model's. */
+function scoreOne(text: string, name: string, q: Rubric['questions'][string], checked: boolean, settings: ScoreOptions): CriterionResult {
   const opts = optionsOf(q);
   const tw = words(text);
   const logits = opts.map((o, i) => {
@@ -155,25 +180,35 @@ function scoreOne(text: string, name: string, q: Rubric['questions'][string], ch
     const hit = hints.some((h) => tw.has(h));
     logits[0] += hit ? 1.4 : -0.4;
   }
+  const temperature = settings.calibration ? FIXTURES.calibration.temperature : 1;
   const m = Math.max(...logits);
-  const exps = logits.map((l) => Math.exp(l - m));
+  const exps = logits.map((l) => Math.exp((l - m) / temperature));
   const z = exps.reduce((a, b) => a + b, 0);
   const options: OptionResult[] = opts.map((o, i) => ({ ...o, probability: exps[i] / z }));
   const sorted = [...options].sort((a, b) => b.probability - a.probability);
   const margin = sorted[0].probability - (sorted[1]?.probability ?? 0);
+  const letterMass = 0.62 + (hash(`${name}|${text}|mass`) % 350) / 1000;
+  // The letter mass first, as the library decides.
+  const abstained =
+    settings.abstainLetterMass !== undefined && letterMass < settings.abstainLetterMass
+      ? 'letter_mass'
+      : settings.abstainBelow !== undefined && sorted[0].probability < settings.abstainBelow
+        ? 'confidence'
+        : undefined;
   // Keys in the order the Rust struct serialises them.
   const result = {
     criterion: name,
     type: q.type,
     options,
-    chosen: sorted[0].id,
+    chosen: abstained ? null : sorted[0].id,
     probability: sorted[0].probability,
   } as CriterionResult;
+  if (abstained) result.abstained = abstained;
   if (q.type === 'score') result.expected_level = options.reduce((s, o, i) => s + i * o.probability, 0);
   result.margin = margin;
   result.close = margin < 0.1;
   result.order_unstable = checked ? margin < 0.12 || hash(`${text}|${name}`) % 5 === 0 : null;
-  result.letter_mass = 0.62 + (hash(`${name}|${text}|mass`) % 350) / 1000;
+  result.letter_mass = letterMass;
   return result;
 }
 
@@ -248,6 +283,14 @@ export function createMockBackend(): Backend {
       if (req.texts.length === 0) throw 'texts: nothing to score; paste a text or open a file';
       if (needsTemplate(req.model)) throw noTemplateMessage(req.model ?? settings.defaultModel);
       const checked = req.debias !== 'none';
+      const options = req.options ?? {};
+      for (const [flag, v] of [
+        ['--abstain-below', options.abstainBelow],
+        ['--abstain-letter-mass', options.abstainLetterMass],
+      ] as const) {
+        if (v !== undefined && !(v >= 0 && v <= 1)) throw `${flag} takes a probability from 0 to 1, not ${v}`;
+      }
+      checkCalibration(options.calibration, req.debias);
       // Checked first, as the shell refuses a text before scoring any.
       req.texts.forEach((t, index) => {
         if (t.text.includes('FAIL')) {
@@ -262,7 +305,7 @@ export function createMockBackend(): Backend {
         await latency(150 * (checked ? 2 : 1));
         const r: TextResult = { index, criteria: [] };
         if (t.id) r.id = t.id;
-        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, checked));
+        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, checked, options));
         out.push(r);
         onProgress({ done: index + 1, total: req.texts.length });
         if (me.cancelled) break;
@@ -307,6 +350,7 @@ export function createMockBackend(): Backend {
       if (run) throw 'a run is already going; wait for it or cancel it';
       const bad = req.evalSet.endsWith('bad.jsonl') || req.evalSet.endsWith('bad-options.jsonl');
       if (bad && !req.skipBad) throw badSetMessage(req.evalSet);
+      checkCalibration(req.calibration, req.debias);
       const source = runFor(req.debias);
       const total = source.file.rows.length;
       // The run moves through the row counts the library summarised a stopped run at.
@@ -347,6 +391,9 @@ export function createMockBackend(): Backend {
       r.config.levers.trim = req.trim ?? true;
       if (req.passTokens) r.config.levers.pass_tokens = req.passTokens;
       if (req.prompt === 'terse') r.config.prompt_version = 'readout-terse-v1';
+      // The temperature is recorded as the library records it (the replayed figures are the
+      // bundled run's, without it).
+      if (req.calibration) r.config.calibration = clone(FIXTURES.calibration);
       const model = models.find((m) => m.path === req.model);
       if (model) {
         r.model.name = model.name;
@@ -536,6 +583,7 @@ export function createMockBackend(): Backend {
         chat_template: '/home/me/templates/base.jinja',
         export_csv: `/home/me/${defaultName ?? 'answers.csv'}`,
         export_json: `/home/me/${defaultName ?? 'answers.json'}`,
+        calibration: CALIBRATION_PATH,
       };
       return fixed[kind];
     },

@@ -15,27 +15,36 @@ import type { SettingsView } from './gen/SettingsView';
 import type { DebiasMode } from './gen/DebiasMode';
 import type { Mode } from './gen/Mode';
 
+export type { Abstained } from './gen/Abstained';
 export type { Bin } from './gen/Bin';
+export type { Calibration } from './gen/Calibration';
 export type { CatalogueItem } from './gen/CatalogueItem';
 export type { PullProgress } from './gen/PullProgress';
 export type { Comparison } from './gen/Comparison';
 export type { Confusion } from './gen/Confusion';
+export type { CoverageAtRisk } from './gen/CoverageAtRisk';
 export type { CriterionResult } from './gen/CriterionResult';
 export type { DebiasMode } from './gen/DebiasMode';
 export type { Derivation } from './gen/Derivation';
 export type { DeriveRequest } from './gen/DeriveRequest';
 export type { EvalSetEntry } from './gen/EvalSetEntry';
 export type { FamilyDiff } from './gen/FamilyDiff';
+export type { LetterBias } from './gen/LetterBias';
 export type { Metrics } from './gen/Metrics';
 export type { Mode } from './gen/Mode';
 export type { ModelEntry } from './gen/ModelEntry';
 export type { OptionResult } from './gen/OptionResult';
+export type { PairedBootstrap } from './gen/PairedBootstrap';
+export type { PositionBias } from './gen/PositionBias';
 export type { Progress } from './gen/Progress';
 export type { QuestionKind } from './gen/QuestionKind';
 export type { ResultEntry } from './gen/ResultEntry';
 export type { ResultFile } from './gen/ResultFile';
+export type { RiskCoveragePoint } from './gen/RiskCoveragePoint';
 export type { RowRecord } from './gen/RowRecord';
+export type { ScoreOptions } from './gen/ScoreOptions';
 export type { ScoreProgress } from './gen/ScoreProgress';
+export type { Selective } from './gen/Selective';
 export type { SetProblem } from './gen/SetProblem';
 export type { Summary } from './gen/Summary';
 export type { TextIn } from './gen/TextIn';
@@ -74,6 +83,8 @@ export interface RunRequest extends ShellRunRequest {
   pruneHead: boolean;
   /** Prompt layout: default (readout-v1) or terse (readout-terse-v1). */
   prompt?: 'default' | 'terse';
+  /** Path of a calibration file (from pick_file); omitted = no temperature. */
+  calibration?: string;
 }
 
 export type Device = 'auto' | 'cpu' | 'cuda' | 'metal';
@@ -99,4 +110,5 @@ export type PickKind =
   | 'model_dir' // choose a folder (Hugging Face layout)
   | 'chat_template' // open *.jinja
   | 'export_csv' // save *.csv
-  | 'export_json'; // save *.json
+  | 'export_json' // save *.json
+  | 'calibration'; // open *.json (a calibration file from `readout calibrate`)

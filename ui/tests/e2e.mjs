@@ -6,6 +6,8 @@ import { readFile } from 'node:fs/promises';
 
 const visible = (page, sel) => page.locator(sel).first().waitFor({ state: 'visible' });
 const text = async (page, sel) => (await page.locator(sel).first().innerText()).trim();
+/** The text of an element that may be folded away (inside a closed <details>). */
+const content = async (page, sel) => ((await page.locator(sel).first().textContent()) ?? '').trim();
 
 /** Navigate by clicking the left navigation, as a person would. */
 async function go(page, id) {
@@ -37,7 +39,7 @@ export const tests = [
       assert.equal(await page.inputValue('#score-debias'), 'none');
       assert.deepEqual(
         await page.locator('#score-debias option').evaluateAll((os) => os.map((o) => o.value)),
-        ['none', 'cyclic', 'permutation', 'calibrate', 'pride'],
+        ['none', 'cyclic', 'permutation', 'calibrate', 'pride', 'batch'],
       );
       await page.selectOption('#score-debias', 'cyclic');
       assert.match(await text(page, '[data-testid="score-debias-help"]'), /rotation of the options/);
@@ -91,6 +93,73 @@ export const tests = [
       await page.click('[data-testid="score-button"]');
       await visible(page, '[data-testid="score-table"]');
       assert.equal(await page.locator('[data-testid="score-table"] tbody tr').count(), 3);
+    },
+  },
+  {
+    name: 'score: no answer under a confidence or a letter mass, says why; a calibration file',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await page.click('[data-testid="try-example"]');
+      await visible(page, '[data-testid="rubric-summary"]');
+      // Both thresholds start off: every criterion answered.
+      assert.equal(await page.inputValue('[data-testid="abstain-below"]'), '');
+      assert.equal(await page.inputValue('[data-testid="abstain-mass"]'), '');
+      await page.fill('[data-testid="abstain-below"]', '60');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      const cells = page.locator('[data-testid="answer-cell"]');
+      assert.equal(await cells.count(), 9);
+      const unsure = page.locator('[data-testid="answer-cell"][data-abstained="confidence"]');
+      const n = await unsure.count();
+      assert.ok(n > 0 && n < 9, `some criteria get no answer under 60% (${n})`);
+      for (let i = 0; i < n; i++) {
+        const cell = unsure.nth(i);
+        assert.equal(await text(cell, '[data-testid="no-answer"]'), 'No answer');
+        assert.ok(Number((await text(cell, '[data-testid="probability"]')).replace('%', '')) <= 60, 'only those under 60%');
+        assert.match(await text(cell, '.badge-abstain'), /^unsure$/);
+      }
+      // Each answered criterion is at 60% or more.
+      const answered = page.locator('[data-testid="answer-cell"]:not([data-abstained])');
+      for (let i = 0; i < (await answered.count()); i++) {
+        assert.ok(Number((await text(answered.nth(i), '[data-testid="probability"]')).replace('%', '')) >= 60);
+      }
+      await unsure.first().locator('summary').click();
+      assert.match(await text(unsure.first(), '[data-testid="abstain-why"]'), /^No answer: the likeliest option has \d+%, under the 60% asked for\. The model is unsure\.$/);
+      await shot('score-abstain');
+      // The export says so: an empty `chosen` and `abstained` = confidence.
+      const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-csv"]')]);
+      const lines = (await readFile(await csv.path(), 'utf8')).trim().split(/\r?\n/);
+      const header = lines[0].split(',');
+      const col = header.indexOf('abstained');
+      assert.ok(col > 0, lines[0]);
+      assert.equal(lines.filter((l) => l.includes(',confidence,')).length, n);
+
+      // The letters' share of the next-token probability: "none fits".
+      await page.fill('[data-testid="abstain-below"]', '');
+      await page.fill('[data-testid="abstain-mass"]', '80');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      const none = page.locator('[data-testid="answer-cell"][data-abstained="letter_mass"]');
+      assert.ok((await none.count()) > 0, 'some criteria fall under 80% letter mass');
+      assert.equal(await page.locator('[data-testid="answer-cell"][data-abstained="confidence"]').count(), 0);
+      assert.match(await text(none.first(), '.badge-abstain'), /^none fits$/);
+      await none.first().locator('summary').click();
+      assert.match(await text(none.first(), '[data-testid="abstain-why"]'), /the answer letters got \d+% of the model's next-token probability, under the 80% asked for/);
+
+      // A calibration file fitted on a cyclic run: refused with one order, used with rotations.
+      await page.fill('[data-testid="abstain-mass"]', '');
+      await page.click('[data-testid="choose-calibration"]');
+      await visible(page, '[data-testid="calibration-chip"]');
+      assert.match(await text(page, '[data-testid="calibration-chip"]'), /smollm2-135m-instruct\.q4_1_3shot_cyclic\.calibration\.json/);
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-results"] [data-state="error"]');
+      assert.match(await text(page, '[data-testid="score-results"] [data-testid="error-message"]'), /was fitted on a run with --debias cyclic; use --debias cyclic with it/);
+      await page.selectOption('#score-debias', 'cyclic');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      await shot('score-calibrated');
+      await page.getByRole('button', { name: 'Remove' }).click();
+      await visible(page, '[data-testid="choose-calibration"]');
     },
   },
   {
@@ -218,10 +287,18 @@ export const tests = [
       assert.match(mfba, /95% interval 35\.9% – 45\.0%/);
       assert.match(await text(page, '[data-testid="metric-accuracy"]'), /42\.4%/);
       assert.match(await text(page, '[data-testid="metric-unstable"]'), /141 of 144/);
-      for (const id of ['family-chart', 'reliability-chart']) {
+      for (const id of ['family-chart', 'reliability-chart', 'risk-coverage-chart', 'position-bias-chart']) {
         const box = await page.locator(`[data-testid="${id}"] canvas`).boundingBox();
         assert.ok(box && box.width > 200 && box.height > 100, `${id} is drawn`);
       }
+      // The library's risk–coverage figures of the cyclic run: no error level is reached.
+      const levels = page.locator('[data-testid="risk-level"]');
+      assert.equal(await levels.count(), 3);
+      assert.equal((await text(page, '[data-testid="coverage-at-risk"]')).match(/unreachable/g)?.length, 3, 'every level unreachable');
+      // Its position bias: order-stable against order-unstable rows, with their counts.
+      assert.match(await text(page, '[data-testid="stable-accuracy"]'), /33\.3%\s+right, of 3 rows/);
+      assert.match(await text(page, '[data-testid="unstable-accuracy"]'), /42\.6%\s+right, of 141 rows/);
+      assert.match(await content(page, '[data-testid="calibration-detail"]'), /^none/);
       assert.equal(await page.locator('[data-testid="confusion"] tbody tr').count(), 7);
       assert.ok((await page.locator('[data-testid="unstable-rows"] tbody tr').count()) > 0);
       await page.click('[data-testid="save-result"]');
@@ -243,6 +320,25 @@ export const tests = [
       await visible(page, '[data-testid="result-view"][data-status="complete"]');
       assert.match(await text(page, '[data-testid="metric-unstable"]'), /not checked/);
       assert.match(await text(page, '[data-testid="unstable-card"]'), /Not checked/);
+    },
+  },
+  {
+    name: 'evaluate: batch calibration is offered; a calibration file is applied and recorded',
+    async run({ page, url }) {
+      await page.goto(url('', 'evaluate'));
+      const modes = await page.locator('#debias option').evaluateAll((os) => os.map((o) => o.value));
+      assert.ok(modes.includes('batch'), `batch offered: ${modes}`);
+      await page.click('[data-testid="eval-choose-calibration"]');
+      await visible(page, '[data-testid="eval-calibration-chip"]');
+      await page.selectOption('#debias', 'none');
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="eval-results"] [data-state="error"]');
+      assert.match(await text(page, '[data-testid="eval-results"] [data-testid="error-message"]'), /fitted on a run with --debias cyclic/);
+      await page.selectOption('#debias', 'cyclic');
+      await page.click('[data-testid="run-button"]');
+      await visible(page, '[data-testid="result-view"][data-status="complete"]');
+      assert.match(await text(page, '[data-testid="result-view"] .summary-line'), /temperature 0\.300 \(smollm2-135m-instruct\.q4_1_3shot_cyclic\.calibration\.json\)/);
+      assert.match(await content(page, '[data-testid="calibration-detail"]'), /^0\.300 from smollm2-135m-instruct\.q4_1_3shot_cyclic\.calibration\.json \(fitted on a cyclic run; sha256 [0-9a-f]{12}…\)$/);
     },
   },
   {
@@ -318,7 +414,11 @@ export const tests = [
       await rows.nth(0).getByRole('button', { name: 'Open' }).click();
       await visible(page, '[data-testid="results-view"] [data-testid="result-view"]');
       await visible(page, '[data-testid="results-view"] [data-testid="reliability-chart"] canvas');
+      await visible(page, '[data-testid="results-view"] [data-testid="risk-coverage-chart"] canvas');
+      await visible(page, '[data-testid="results-view"] [data-testid="position-bias-chart"] canvas');
       await shot('results-open');
+      await page.locator('[data-testid="selective-card"]').scrollIntoViewIfNeeded();
+      await shot('results-quality-charts');
 
       await rows.nth(0).locator('input[type="checkbox"]').check();
       await rows.nth(1).locator('input[type="checkbox"]').check();
@@ -328,7 +428,24 @@ export const tests = [
       assert.match(p, /McNemar p-value\s+\d\.\d{3,4}/, p);
       assert.equal(await page.locator('[data-testid="family-diffs"] tbody tr').count(), 3);
       await visible(page, '[data-testid="compare-chart"] canvas');
+      // The library's group-bootstrap interval on B − A, beside McNemar.
+      assert.match(await text(page, '[data-testid="diff-accuracy"]'), /Accuracy, B − A\s+[−+±]\d+\.\d points\s+95% interval [−+±]\d+\.\d points to [−+±]\d+\.\d points/);
+      assert.match(await text(page, '[data-testid="diff-balanced"]'), /Balanced accuracy, B − A\s+[−+±]\d+\.\d points/);
+      assert.match(await text(page, '[data-testid="compare-view"]'), /36 groups of paired rows drawn with replacement 1,000 times/);
       await shot('results-compare');
+    },
+  },
+  {
+    name: 'results: a file written before the risk–coverage curve and position bias says so',
+    async run({ page, url }) {
+      await page.goto(url('old=1', 'results'));
+      await visible(page, '[data-testid="runs-table"]');
+      await page.locator('[data-testid="runs-table"] tbody tr').nth(0).getByRole('button', { name: 'Open' }).click();
+      await visible(page, '[data-testid="results-view"] [data-testid="reliability-chart"] canvas');
+      assert.match(await text(page, '[data-testid="selective-absent"]'), /written before Readout measured this/);
+      assert.match(await text(page, '[data-testid="position-absent"]'), /written before Readout measured this/);
+      assert.equal(await page.locator('[data-testid="risk-coverage-chart"]').count(), 0);
+      assert.equal(await page.locator('[data-testid="position-bias-chart"]').count(), 0);
     },
   },
   {

@@ -1,10 +1,11 @@
 // One result file, shown for people: headline figures, per-family bars, reliability diagram,
-// confusion matrix, the order-unstable rows, and the details.
+// risk–coverage curve, position bias, confusion matrix, the order-unstable rows, and the details.
+// Files written before a figure existed (no `selective` or `position_bias`) say so in its place.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { baseName, duration, int, num, pct } from '../lib/format';
-import type { Confusion, ResultFile, RowRecord } from '../types';
-import { FamilyBars, ReliabilityChart } from './charts';
+import type { Confusion, PositionBias, ResultFile, RowRecord, Selective } from '../types';
+import { FamilyBars, PositionBiasChart, ReliabilityChart, RISK_COLOURS, RiskCoverageChart } from './charts';
 import { Badge, Card } from './ui';
 
 const DEBIAS_WORDS: Record<string, string> = {
@@ -13,6 +14,7 @@ const DEBIAS_WORDS: Record<string, string> = {
   permutation: 'every order of the options',
   calibrate: 'rotations with calibration',
   pride: 'PriDe (letter bias estimated from a sample)',
+  batch: 'batch calibration (letter bias from all rows)',
 };
 
 export const debiasWords = (d: string) => DEBIAS_WORDS[d] ?? d;
@@ -123,6 +125,92 @@ function UnstableRows(props: { rows: RowRecord[] }) {
   );
 }
 
+/** What a card shows for a figure the result file does not hold. */
+function Absent(props: { testid: string }) {
+  return (
+    <p class="muted" data-testid={props.testid}>
+      Not in this result file: it was written before Readout measured this. Run the evaluation again to see it.
+    </p>
+  );
+}
+
+/** The risk–coverage curve and, beneath it, the coverage reached at each error level. */
+function SelectiveAnswers(props: { selective: Selective }) {
+  const { curve, coverage_at_risk: levels } = props.selective;
+  if (curve.length === 0) return <p class="muted">No rows were scored.</p>;
+  const all = curve[curve.length - 1];
+  return (
+    <>
+      <RiskCoverageChart curve={curve} levels={levels} />
+      <table class="table compact levels" data-testid="coverage-at-risk">
+        <thead>
+          <tr>
+            <th title="The share of the answers given that may be wrong">error at most</th>
+            <th class="num" title="The most rows the model can answer within that error">rows answered</th>
+            <th class="num" title="Answer only when the likeliest option has at least this probability">confidence at least</th>
+          </tr>
+        </thead>
+        <tbody>
+          {levels.map((l, i) => (
+            <tr key={l.max_risk} data-testid="risk-level">
+              <td>
+                <span class={`swatch swatch-${i % RISK_COLOURS.length}`} aria-hidden="true" />
+                {pct(l.max_risk, 0)}
+              </td>
+              {l.coverage === null ? (
+                <td class="num muted" colSpan={2} title="Even the model's most confident answers are wrong more often than this.">
+                  unreachable
+                </td>
+              ) : (
+                <>
+                  <td class="num">{pct(l.coverage)}</td>
+                  <td class="num">{pct(l.threshold)}</td>
+                </>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="muted small">
+        Answering every row, {pct(all.risk)} of the answers are wrong.{' '}
+        {levels.some((l) => l.coverage === null) && 'Unreachable: even the most confident answers are wrong more often than that. '}
+        To withhold unsure answers when scoring texts, set “No answer below” on the Score page.
+      </p>
+    </>
+  );
+}
+
+/** Paired bars per letter, and beneath them the accuracy of order-stable against order-unstable rows. */
+function LetterPreference(props: { bias: PositionBias }) {
+  const { letters, readings, stable, unstable } = props.bias;
+  if (letters.length === 0) return <p class="muted">No letter was read (no ordering was scored).</p>;
+  const subset = (label: string, s: { rows: number; accuracy: number } | null, testid: string, help: string) => (
+    <div class="metric" data-testid={testid} title={help}>
+      <div class="metric-label">{label}</div>
+      <div class="metric-value">{s ? pct(s.accuracy) : '—'}</div>
+      <div class="metric-sub">{s ? `right, of ${int(s.rows)} row${s.rows === 1 ? '' : 's'}` : 'no such rows'}</div>
+    </div>
+  );
+  return (
+    <>
+      <PositionBiasChart letters={letters} />
+      <p class="muted small">
+        Over {int(readings)} readings (every option order of every row), before the option orders are combined. A fair judge's bars match.
+      </p>
+      {stable || unstable ? (
+        <div class="metrics metrics-pair" data-testid="stable-unstable">
+          {subset('Order-stable rows', stable, 'stable-accuracy', 'Rows whose answer was the same in every option order: how many of them are right.')}
+          {subset('Order-unstable rows', unstable, 'unstable-accuracy', 'Rows whose answer changed with the option order: how many of them are right.')}
+        </div>
+      ) : (
+        <p class="muted small" data-testid="stable-unstable">
+          Order-stable against order-unstable rows: not checked, one option order was scored.
+        </p>
+      )}
+    </>
+  );
+}
+
 export function ResultView(props: { result: ResultFile; file?: string; actions?: ComponentChildren }) {
   const r = props.result;
   const m = r.metrics;
@@ -154,6 +242,7 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           {r.config.shots} worked example{r.config.shots === 1 ? '' : 's'} · {debiasWords(r.config.debias)}
           {r.config.levers.prune_head ? ' · output layer pruned to the letters' : ''}
           {r.config.prompt_version === 'readout-terse-v1' ? ' · terse prompt' : ''}
+          {r.config.calibration ? ` · temperature ${r.config.calibration.temperature.toFixed(3)} (${r.config.calibration.file})` : ''}
           {leversOff(r.config.levers)}
         </p>
         {props.file && <p class="muted mono small">{props.file}</p>}
@@ -207,6 +296,14 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
               <ReliabilityChart bins={m.overall.reliability} />
             </Card>
           </div>
+          <div class="grid-2">
+            <Card title="Answer only when sure? (risk and coverage)" testid="selective-card">
+              {m.selective ? <SelectiveAnswers selective={m.selective} /> : <Absent testid="selective-absent" />}
+            </Card>
+            <Card title="Which letter does it pick? (position bias)" testid="position-card">
+              {m.position_bias ? <LetterPreference bias={m.position_bias} /> : <Absent testid="position-absent" />}
+            </Card>
+          </div>
           <Card title="Answers against the right answers (confusion matrix)">
             <ConfusionTable confusion={m.overall.confusion} />
           </Card>
@@ -244,6 +341,17 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           <dt>Prompts</dt>
           <dd>
             {int(r.plan.prompts)} prompts, {int(r.plan.prompt_tokens)} tokens, {int(r.plan.computed_tokens)} computed (shared prefixes once)
+          </dd>
+          <dt>Temperature</dt>
+          <dd data-testid="calibration-detail">
+            {r.config.calibration ? (
+              <>
+                {r.config.calibration.temperature.toFixed(3)} from <span class="mono">{r.config.calibration.file}</span> (fitted on a {r.config.calibration.debias} run; sha256{' '}
+                <span class="mono">{r.config.calibration.sha256.slice(0, 12)}…</span>)
+              </>
+            ) : (
+              'none (the probabilities as the model gave them)'
+            )}
           </dd>
           <dt>Speed levers</dt>
           <dd>

@@ -15,7 +15,7 @@ import {
   Tooltip,
 } from 'chart.js';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
-import type { FamilyDiff, Bin } from '../types';
+import type { Bin, CoverageAtRisk, FamilyDiff, LetterBias, RiskCoveragePoint } from '../types';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Tooltip, Legend);
 Chart.defaults.font.family = getComputedStyle(document.documentElement).getPropertyValue('--font').trim() || 'system-ui, sans-serif';
@@ -25,6 +25,8 @@ Chart.defaults.animation = false;
 export const BLUE = '#2f6fdf';
 export const ORANGE = '#e07b39';
 const GREY = '#8a93a3';
+/** The 1 %, 5 % and 10 % error levels of the risk–coverage chart, strictest first. */
+export const RISK_COLOURS = ['#1e7b4d', '#9a6400', '#c0392b'];
 
 function ChartCanvas(props: { config: ChartConfiguration; height: number; label: string; testid?: string }) {
   const ref = useRef<HTMLCanvasElement>(null);
@@ -201,4 +203,148 @@ export function CompareBars(props: { families: Record<string, FamilyDiff>; nameA
     plugins: [valueLabels(pctLabel)],
   }), [props.families, props.nameA, props.nameB]);
   return <ChartCanvas config={config} height={110 + names.length * 64} label="Balanced accuracy per family, A and B" testid="compare-chart" />;
+}
+
+const riskLabel = (r: number) => `${+(r * 100).toFixed(1)}% error`;
+
+/** Draws each error level as a dashed line across the plot, labelled at its right end; labels
+ * that would overlap are stacked upwards (the 1 %, 5 % and 10 % lines sit close together). */
+const riskLevels = (levels: CoverageAtRisk[]): Plugin => ({
+  id: 'riskLevels',
+  beforeDatasetsDraw(chart) {
+    const { ctx, chartArea: area } = chart;
+    const y = chart.scales.y;
+    ctx.save();
+    ctx.font = `11px ${Chart.defaults.font.family}`;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'bottom';
+    levels.forEach((l, i) => {
+      const py = y.getPixelForValue(l.max_risk);
+      ctx.strokeStyle = RISK_COLOURS[i % RISK_COLOURS.length];
+      ctx.setLineDash([5, 4]);
+      ctx.lineWidth = 1.2;
+      ctx.beginPath();
+      ctx.moveTo(area.left, py);
+      ctx.lineTo(area.right, py);
+      ctx.stroke();
+    });
+    let above = Infinity; // top of the label drawn last (canvas y grows downwards)
+    levels.forEach((l, i) => {
+      const py = y.getPixelForValue(l.max_risk);
+      const colour = RISK_COLOURS[i % RISK_COLOURS.length];
+      // On a white box, so the lines that run behind a stacked label do not cross it.
+      const base = Math.min(py - 2, above - 1);
+      const label = riskLabel(l.max_risk);
+      const w = ctx.measureText(label).width;
+      ctx.fillStyle = 'rgba(255,255,255,0.92)';
+      ctx.fillRect(area.right - 7 - w, base - 12, w + 6, 13);
+      ctx.fillStyle = colour;
+      ctx.fillText(label, area.right - 4, base);
+      above = base - 13;
+    });
+    ctx.restore();
+  },
+});
+
+/**
+ * The risk–coverage curve: answering only the rows the model is most confident about, the share
+ * of rows answered (coverage) against the share of those that are wrong (risk). Each error level
+ * is a dashed line, with a dot where the most rows are answered within it (none: unreachable).
+ */
+export function RiskCoverageChart(props: { curve: RiskCoveragePoint[]; levels: CoverageAtRisk[] }) {
+  const { curve, levels } = props;
+  const config = useMemo((): ChartConfiguration => ({
+    type: 'line',
+    data: {
+      datasets: [
+        {
+          label: 'Error rate of the answers given',
+          data: curve.map((p) => ({ x: p.coverage, y: p.risk })),
+          borderColor: BLUE,
+          backgroundColor: BLUE,
+          borderWidth: 2,
+          pointRadius: 0,
+          pointHitRadius: 6,
+          order: 1,
+        },
+        ...levels.map((l, i) => ({
+          label: `Most answered at ≤ ${riskLabel(l.max_risk)}`,
+          data: l.coverage === null ? [] : [{ x: l.coverage, y: l.max_risk }],
+          borderColor: RISK_COLOURS[i % RISK_COLOURS.length],
+          backgroundColor: RISK_COLOURS[i % RISK_COLOURS.length],
+          showLine: false,
+          pointRadius: 5,
+          pointHoverRadius: 6,
+          order: 0,
+        })),
+      ],
+    },
+    options: {
+      responsive: true,
+      maintainAspectRatio: false,
+      scales: {
+        x: {
+          type: 'linear',
+          min: 0,
+          max: 1,
+          ticks: { stepSize: 0.2, callback: (v) => `${Math.round(Number(v) * 100)}%` },
+          title: { display: true, text: 'rows answered (most confident first)' },
+        },
+        y: { min: 0, max: 1, ticks: { callback: (v) => `${Math.round(Number(v) * 100)}%` }, title: { display: true, text: 'share of those answers wrong' } },
+      },
+      plugins: {
+        legend: { display: false },
+        tooltip: {
+          callbacks: {
+            title: () => '',
+            label: (c) => {
+              if (c.datasetIndex > 0) return `${levels[c.datasetIndex - 1] ? `≤ ${riskLabel(levels[c.datasetIndex - 1].max_risk)}` : ''}: ${pctLabel(c.parsed.x as number)} of rows answered`;
+              const p = curve[c.dataIndex];
+              return p ? `${pctLabel(p.coverage)} answered (confidence ≥ ${pctLabel(p.threshold)}), ${pctLabel(p.risk)} of them wrong` : '';
+            },
+          },
+        },
+      },
+    },
+    plugins: [riskLevels(levels)],
+  }), [curve, levels]);
+  return <ChartCanvas config={config} height={300} label="Risk–coverage curve: share of rows answered against the share of those wrong" testid="risk-coverage-chart" />;
+}
+
+/** Per answer letter: how often the model chose it against how often the right answer sat there. */
+export function PositionBiasChart(props: { letters: LetterBias[] }) {
+  const letters = props.letters;
+  const config = useMemo((): ChartConfiguration => ({
+    type: 'bar',
+    data: {
+      labels: letters.map((l) => l.letter),
+      datasets: [
+        { label: 'Chosen by the model', data: letters.map((l) => l.chosen_share), backgroundColor: BLUE, borderRadius: 3, maxBarThickness: 46 },
+        { label: 'Where the right answer was', data: letters.map((l) => l.gold_share), backgroundColor: GREY, borderRadius: 3, maxBarThickness: 46 },
+      ],
+    },
+    options: {
+      responsive: true,
+      maintainAspectRatio: false,
+      layout: { padding: { top: 18 } },
+      scales: {
+        x: { grid: { display: false }, title: { display: true, text: 'answer letter (its place in the option list)' } },
+        y: { min: 0, max: 1, ticks: { callback: (v) => `${Math.round(Number(v) * 100)}%` }, title: { display: true, text: 'share of readings' } },
+      },
+      plugins: {
+        legend: { position: 'bottom', labels: { boxWidth: 14 } },
+        tooltip: {
+          callbacks: {
+            label: (c) => {
+              const l = letters[c.dataIndex];
+              return c.datasetIndex === 0 ? `chosen ${pctLabel(l.chosen_share)} (${l.chosen} times)` : `right answer ${pctLabel(l.gold_share)} (${l.gold} times)`;
+            },
+          },
+        },
+      },
+    },
+    // Values on the bars only while they fit.
+    plugins: letters.length <= 8 ? [valueLabels((v) => `${Math.round(v * 100)}%`)] : [],
+  }), [letters]);
+  return <ChartCanvas config={config} height={300} label="Position bias: share of answers per letter against share of right answers per letter" testid="position-bias-chart" />;
 }

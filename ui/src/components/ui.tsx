@@ -46,7 +46,7 @@ export function Busy(props: { label: string; children?: ComponentChildren }) {
   );
 }
 
-export function Badge(props: { kind: 'close' | 'unstable' | 'ok' | 'partial' | 'info' | 'derived'; title?: string; children: ComponentChildren }) {
+export function Badge(props: { kind: 'close' | 'unstable' | 'ok' | 'partial' | 'info' | 'derived' | 'abstain'; title?: string; children: ComponentChildren }) {
   return (
     <span class={`badge badge-${props.kind}`} title={props.title}>
       {props.children}

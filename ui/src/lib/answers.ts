@@ -6,7 +6,7 @@ const csvField = (v: unknown): string => {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
-/** One line per text × criterion. */
+/** One line per text × criterion; `chosen` is empty where no answer was given, and `abstained` says why. */
 export function answersCsv(texts: TextIn[], results: TextResult[]): string {
   const header = [
     'text_index',
@@ -21,6 +21,7 @@ export function answersCsv(texts: TextIn[], results: TextResult[]): string {
     'order_unstable',
     'expected_level',
     'letter_mass',
+    'abstained',
     'options',
   ];
   const lines = [header.join(',')];
@@ -41,6 +42,7 @@ export function answersCsv(texts: TextIn[], results: TextResult[]): string {
           c.order_unstable === null ? 'not checked' : c.order_unstable,
           c.expected_level === undefined ? '' : c.expected_level.toFixed(6),
           c.letter_mass === undefined ? '' : c.letter_mass.toFixed(6),
+          c.abstained ?? '',
           c.options.map((o) => `${o.id}=${o.probability.toFixed(4)}`).join('; '),
         ]
           .map(csvField)

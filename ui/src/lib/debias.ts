@@ -8,6 +8,11 @@ export const DEBIAS: { id: DebiasMode; label: string; help: string }[] = [
   { id: 'permutation', label: 'Every order (slow)', help: 'All orders of the options (up to 6 options).' },
   { id: 'calibrate', label: 'Rotations with calibration', help: 'Divides out what the model says for an empty text, in each rotation.' },
   { id: 'pride', label: 'PriDe (estimate the letter bias)', help: "Estimates the model's taste for each letter from a 5% sample, then corrects the rest." },
+  {
+    id: 'batch',
+    label: 'Batch calibration (letter bias from all rows)',
+    help: "Each rotation's letter bias is taken from the mean over all the rows or texts scored together, then divided out; no extra prompts, but answers come only once every one is read.",
+  },
 ];
 
 /** The help line of a mode. */

@@ -56,6 +56,7 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
   const [batchedSuffixes, setBatchedSuffixes] = useState(true);
   const [trim, setTrim] = useState(true);
   const [passTokens, setPassTokens] = useState(1024);
+  const [calibration, setCalibration] = useState<string | null>(null);
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [saveNote, setSaveNote] = useState<string | null>(null);
   const [saveError, setSaveError] = useState<string | null>(null);
@@ -73,6 +74,15 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
   useEffect(() => {
     void loadSets();
   }, []);
+
+  async function chooseCalibration() {
+    try {
+      const path = await pickFile('calibration');
+      if (path) setCalibration(path);
+    } catch (e) {
+      setRun({ status: 'error', message: errorMessage(e) });
+    }
+  }
 
   async function openSet() {
     try {
@@ -107,6 +117,7 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
           passTokens,
           skipBad: skipBad || undefined,
           resume: resume || undefined,
+          calibration: calibration ?? undefined,
         },
         (progress) => setRun((r) => (r.status === 'running' ? { ...r, progress } : r)),
       );
@@ -235,6 +246,25 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
               ))}
             </select>
             <span class="muted small">{debiasHelp(debias)}</span>
+          </div>
+
+          <span class="label">Temperature</span>
+          <div class="row wrap">
+            {calibration ? (
+              <span class="file-chip" data-testid="eval-calibration-chip">
+                <span class="mono small" title={calibration}>
+                  {baseName(calibration)}
+                </span>
+                <button type="button" class="link" onClick={() => setCalibration(null)}>
+                  Remove
+                </button>
+              </span>
+            ) : (
+              <button type="button" class="secondary" onClick={chooseCalibration} data-testid="eval-choose-calibration">
+                Choose a calibration file…
+              </button>
+            )}
+            <span class="muted small">optional: from <span class="mono">readout calibrate</span> on a run of this model and option order; recorded in the result file</span>
           </div>
 
           <span class="label">Speed</span>

@@ -5,7 +5,7 @@ import { CompareBars } from '../components/charts';
 import { debiasWords, ResultView } from '../components/ResultView';
 import { Busy, Card, Empty, ErrorBox } from '../components/ui';
 import { baseName, pct, pValue } from '../lib/format';
-import type { Comparison, ResultFile, ResultEntry } from '../types';
+import type { Comparison, PairedBootstrap, ResultFile, ResultEntry } from '../types';
 
 type List = { status: 'loading' } | { status: 'ready'; rows: ResultEntry[] } | { status: 'error'; message: string };
 type View =
@@ -16,6 +16,38 @@ type View =
   | { kind: 'compare'; a: string; b: string; status: 'loading' }
   | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison }
   | { kind: 'compare'; a: string; b: string; status: 'error'; message: string };
+
+/** A difference in points, signed: +7.6 points, −0.7 points. */
+const points = (d: number) => `${d > 0 ? '+' : d < 0 ? '−' : '±'}${Math.abs(d * 100).toFixed(1)} points`;
+
+/** The group-bootstrap intervals of B − A (accuracy and balanced accuracy), as the library made them. */
+function Differences(props: { d: PairedBootstrap }) {
+  const { d } = props;
+  const level = `${Math.round(d.level * 100)}%`;
+  const one = (label: string, i: PairedBootstrap['accuracy'], testid: string, help: string) => {
+    const clear = i.lo > 0 || i.hi < 0;
+    return (
+      <div class="metric metric-wide" data-testid={testid} title={help}>
+        <div class="metric-label">{label}</div>
+        <div class="metric-value">{points(i.estimate)}</div>
+        <div class="metric-sub">
+          {level} interval {points(i.lo)} to {points(i.hi)}; {clear ? 'zero is outside it' : 'it holds zero: the difference could be chance'}
+        </div>
+      </div>
+    );
+  };
+  return (
+    <>
+      <div class="metrics metrics-diff" data-testid="difference">
+        {one('Accuracy, B − A', d.accuracy, 'diff-accuracy', 'The paired difference in accuracy, with the interval from resampling the groups.')}
+        {one('Balanced accuracy, B − A', d.balanced_accuracy, 'diff-balanced', 'The paired difference in balanced accuracy (mean recall over the right answers present), with the interval from resampling the groups.')}
+      </div>
+      <p class="muted small">
+        Interval: the {d.groups} groups of paired rows drawn with replacement {d.resamples.toLocaleString('en-US')} times (seed {d.seed}), each draw bringing all its rows in both runs.
+      </p>
+    </>
+  );
+}
 
 function CompareView(props: { a: string; b: string; c: Comparison; labelA: string; labelB: string }) {
   const { c } = props;
@@ -63,6 +95,7 @@ function CompareView(props: { a: string; b: string; c: Comparison; labelA: strin
             <div class="metric-sub">rows B got right and A wrong</div>
           </div>
         </div>
+        {c.difference && <Differences d={c.difference} />}
         {c.unpaired_a + c.unpaired_b > 0 && (
           <p class="notice notice-warn">
             Rows without a partner: {c.unpaired_a} only in A, {c.unpaired_b} only in B. They are left out of the comparison.

@@ -5,35 +5,69 @@ import { RubricEditor } from '../components/RubricEditor';
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { answersCsv, answersJson } from '../lib/answers';
 import { DEBIAS, debiasHelp } from '../lib/debias';
-import { pct } from '../lib/format';
+import { baseName, pct } from '../lib/format';
 import { checkDraft, emptyDraft, fromRubric, type RubricDraft, toRubric } from '../lib/rubric';
 import { parsePasted, parseTextFile } from '../lib/texts';
-import type { CriterionResult, DebiasMode, ModelEntry, TextIn, TextResult } from '../types';
+import type { CriterionResult, DebiasMode, ModelEntry, ScoreOptions, TextIn, TextResult } from '../types';
 
 type Run =
   | { status: 'idle' }
   | { status: 'running'; count: number; done: number; debias: DebiasMode; stopping: boolean }
-  | { status: 'done'; texts: TextIn[]; results: TextResult[]; debias: DebiasMode }
+  | { status: 'done'; texts: TextIn[]; results: TextResult[]; debias: DebiasMode; options: ScoreOptions }
   | { status: 'error'; message: string };
 
 const TYPE_WORDS = { choice: 'choice', noul: 'yes / no', score: 'score' } as const;
 
-function Cell(props: { c: CriterionResult }) {
+/** A percentage typed into a field, as the probability the library takes; empty or not a number: none. */
+export function probabilityOf(typed: string): number | undefined {
+  if (!typed.trim()) return undefined;
+  const v = Number(typed);
+  return Number.isFinite(v) ? Math.min(100, Math.max(0, v)) / 100 : undefined;
+}
+
+/** Why a criterion got no answer, in words, with the threshold it fell under. */
+function abstainWhy(c: CriterionResult, options: ScoreOptions): string {
+  if (c.abstained === 'letter_mass') {
+    return `No answer: the answer letters got ${pct(c.letter_mass, 0)} of the model's next-token probability, under the ${pct(options.abstainLetterMass, 0)} asked for. None of the options seems to fit.`;
+  }
+  return `No answer: the likeliest option has ${pct(c.probability, 0)}, under the ${pct(options.abstainBelow, 0)} asked for. The model is unsure.`;
+}
+
+function Cell(props: { c: CriterionResult; options: ScoreOptions }) {
   const c = props.c;
   const chosen = c.options.find((o) => o.id === c.chosen);
+  // Abstained: the option with the top probability, shown as the one the model leaned to.
+  const top = c.options.reduce((a, b) => (b.probability > a.probability ? b : a), c.options[0]);
+  const why = c.abstained ? abstainWhy(c, props.options) : '';
   return (
-    <details class="answer" data-testid="answer-cell">
+    <details class="answer" data-testid="answer-cell" data-abstained={c.abstained}>
       <summary>
-        <span class="chosen" title={chosen?.description}>
-          {c.type === 'noul' ? (c.chosen === 'yes' ? 'Yes' : 'No') : c.type === 'score' ? `${c.chosen}: ${chosen?.description ?? ''}` : c.chosen}
-        </span>
-        <span class="prob" data-testid="probability">
+        {c.abstained ? (
+          <span class="chosen no-answer" title={why} data-testid="no-answer">
+            No answer
+          </span>
+        ) : (
+          <span class="chosen" title={chosen?.description}>
+            {c.type === 'noul' ? (c.chosen === 'yes' ? 'Yes' : 'No') : c.type === 'score' ? `${c.chosen}: ${chosen?.description ?? ''}` : c.chosen}
+          </span>
+        )}
+        <span class={`prob ${c.abstained ? 'no-answer' : ''}`} data-testid="probability" title={c.abstained ? `The likeliest option (${top?.id}) has ${pct(c.probability, 1)}` : undefined}>
           {pct(c.probability, 0)}
         </span>
         <span class="bar" aria-hidden="true">
           <span class="bar-fill" style={{ width: `${Math.round(c.probability * 100)}%` }} />
         </span>
         <span class="badges">
+          {c.abstained === 'confidence' && (
+            <Badge kind="abstain" title={why}>
+              unsure
+            </Badge>
+          )}
+          {c.abstained === 'letter_mass' && (
+            <Badge kind="abstain" title={why}>
+              none fits
+            </Badge>
+          )}
           {c.close && (
             <Badge kind="close" title="The top two answers are less than 10 points apart: the model is unsure.">
               close
@@ -48,7 +82,7 @@ function Cell(props: { c: CriterionResult }) {
       </summary>
       <ul class="options" data-testid="options-list">
         {c.options.map((o) => (
-          <li key={o.id} class={o.id === c.chosen ? 'is-chosen' : ''}>
+          <li key={o.id} class={o.id === c.chosen ? 'is-chosen' : c.abstained && o.id === top?.id ? 'is-top' : ''}>
             <span class="opt-id">{c.type === 'noul' ? o.description : o.id}</span>
             <span class="opt-desc">{c.type === 'choice' || c.type === 'score' ? o.description : ''}</span>
             <span class="bar small" aria-hidden="true">
@@ -58,6 +92,11 @@ function Cell(props: { c: CriterionResult }) {
           </li>
         ))}
       </ul>
+      {c.abstained && (
+        <p class="small" data-testid="abstain-why">
+          {why}
+        </p>
+      )}
       <p class="muted small">
         {c.expected_level !== undefined && <>Expected level {c.expected_level.toFixed(2)} · </>}
         Lead over the runner-up {pct(c.margin, 1)}
@@ -73,7 +112,7 @@ function Cell(props: { c: CriterionResult }) {
   );
 }
 
-function ResultsTable(props: { texts: TextIn[]; results: TextResult[] }) {
+function ResultsTable(props: { texts: TextIn[]; results: TextResult[]; options: ScoreOptions }) {
   const names = props.results[0]?.criteria.map((c) => c.criterion) ?? [];
   const types = props.results[0]?.criteria.map((c) => c.type) ?? [];
   return (
@@ -102,7 +141,7 @@ function ResultsTable(props: { texts: TextIn[]; results: TextResult[] }) {
                 </td>
                 {r.criteria.map((c) => (
                   <td key={c.criterion}>
-                    <Cell c={c} />
+                    <Cell c={c} options={props.options} />
                   </td>
                 ))}
               </tr>
@@ -130,6 +169,11 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
   // One order by default, as `readout score` does.
   const [debias, setDebias] = useState<DebiasMode>('none');
   const [model, setModel] = useState<string>('');
+  // When to give no answer (percentages as typed; empty: always answer), and a calibration file.
+  const [abstainBelow, setAbstainBelow] = useState('');
+  const [abstainMass, setAbstainMass] = useState('');
+  const [calibration, setCalibration] = useState<string | null>(null);
+  const [calibrationError, setCalibrationError] = useState<string | null>(null);
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [exportNote, setExportNote] = useState<string | null>(null);
   const [exportError, setExportError] = useState<string | null>(null);
@@ -210,19 +254,34 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
     }
   }
 
+  async function chooseCalibration() {
+    setCalibrationError(null);
+    try {
+      const path = await pickFile('calibration');
+      if (path) setCalibration(path);
+    } catch (e) {
+      setCalibrationError(errorMessage(e));
+    }
+  }
+
   async function score() {
     if (!draft || texts.length === 0 || problems.length) return;
     const chosen = debias;
     const snapshot = texts;
+    const options: ScoreOptions = {
+      abstainBelow: probabilityOf(abstainBelow),
+      abstainLetterMass: probabilityOf(abstainMass),
+      calibration: calibration ?? undefined,
+    };
     setExportNote(null);
     setExportError(null);
     setRun({ status: 'running', count: snapshot.length, done: 0, debias: chosen, stopping: false });
     try {
       const results = await scoreTexts(
-        { rubric: toRubric(draft), texts: snapshot, debias: chosen, model: model || undefined },
+        { rubric: toRubric(draft), texts: snapshot, debias: chosen, model: model || undefined, options },
         (p) => setRun((r) => (r.status === 'running' ? { ...r, done: p.done } : r)),
       );
-      setRun({ status: 'done', texts: snapshot, results, debias: chosen });
+      setRun({ status: 'done', texts: snapshot, results, debias: chosen, options });
     } catch (e) {
       setRun({ status: 'error', message: errorMessage(e) });
     } finally {
@@ -381,33 +440,96 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
       </Card>
 
       <Card step={3} title="Score" testid="score-card">
-        <div class="row wrap">
+        <div class="form-grid wide score-grid">
           <label for="score-debias">Option order</label>
-          <select id="score-debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as DebiasMode)} data-testid="score-debias">
-            {DEBIAS.map((d) => (
-              <option key={d.id} value={d.id}>
-                {d.label}
-              </option>
-            ))}
-          </select>
-          <span class="muted small" data-testid="score-debias-help">
-            {debiasHelp(debias)}
-          </span>
-        </div>
-        <div class="row wrap">
+          <div class="row wrap">
+            <select id="score-debias" value={debias} onChange={(e) => setDebias(e.currentTarget.value as DebiasMode)} data-testid="score-debias">
+              {DEBIAS.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.label}
+                </option>
+              ))}
+            </select>
+            <span class="muted small help" data-testid="score-debias-help">
+              {debiasHelp(debias)}
+            </span>
+          </div>
+
+          <label for="abstain-below">No answer below</label>
+          <div class="row" data-testid="abstain-options">
+            <input
+              id="abstain-below"
+              type="number"
+              min={0}
+              max={100}
+              step={1}
+              class="percent"
+              placeholder="off"
+              value={abstainBelow}
+              onInput={(e) => setAbstainBelow(e.currentTarget.value)}
+              data-testid="abstain-below"
+            />
+            <span class="muted small help">% confidence: a criterion whose likeliest option has less gets “no answer” (unsure). Empty: always answer.</span>
+          </div>
+
+          <label for="abstain-mass">No answer when the letters get under</label>
+          <div class="row">
+            <input
+              id="abstain-mass"
+              type="number"
+              min={0}
+              max={100}
+              step={1}
+              class="percent"
+              placeholder="off"
+              value={abstainMass}
+              onInput={(e) => setAbstainMass(e.currentTarget.value)}
+              data-testid="abstain-mass"
+            />
+            <span class="muted small help">% of the model's next-token probability: it wanted to say something else, so none of the options fits.</span>
+          </div>
+
+          <span class="label">Temperature</span>
+          <div class="row">
+            {calibration ? (
+              <span class="file-chip" data-testid="calibration-chip">
+                <span class="mono small" title={calibration}>
+                  {baseName(calibration)}
+                </span>
+                <button type="button" class="link" onClick={() => setCalibration(null)}>
+                  Remove
+                </button>
+              </span>
+            ) : (
+              <button type="button" class="secondary" onClick={chooseCalibration} data-testid="choose-calibration">
+                Choose a calibration file…
+              </button>
+            )}
+            <span class="muted small help">
+              optional: from <span class="mono">readout calibrate</span> on a run of this model and option order
+            </span>
+          </div>
+          {calibrationError && (
+            <div class="span-all">
+              <ErrorBox title="The calibration file could not be chosen" message={calibrationError} />
+            </div>
+          )}
+
           <label for="score-model">Model</label>
-          <select id="score-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
-            <option value="">Default model{props.defaultModel ? ` (${props.models.find((m) => m.path === props.defaultModel)?.name ?? props.defaultModel})` : ''}</option>
-            {props.models.map((m) => (
-              <option key={m.path} value={m.path}>
-                {m.name}
-              </option>
-            ))}
-          </select>
-          <span class="spacer" />
-          <button type="button" class="primary" onClick={score} disabled={running || !!why} data-testid="score-button">
-            {running ? 'Scoring…' : 'Score'}
-          </button>
+          <div class="row">
+            <select id="score-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
+              <option value="">Default model{props.defaultModel ? ` (${props.models.find((m) => m.path === props.defaultModel)?.name ?? props.defaultModel})` : ''}</option>
+              {props.models.map((m) => (
+                <option key={m.path} value={m.path}>
+                  {m.name}
+                </option>
+              ))}
+            </select>
+            <span class="spacer" />
+            <button type="button" class="primary" onClick={score} disabled={running || !!why} data-testid="score-button">
+              {running ? 'Scoring…' : 'Score'}
+            </button>
+          </div>
         </div>
         {why && !running && <p class="muted small right">{why}</p>}
       </Card>
@@ -466,6 +588,11 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
             {exportError && <ErrorBox title="The export failed" message={exportError} />}
             <p class="muted small">
               Click an answer to see every option. <Badge kind="close">close</Badge> the top two are within 10 points.{' '}
+              {(run.options.abstainBelow !== undefined || run.options.abstainLetterMass !== undefined) && (
+                <>
+                  <Badge kind="abstain">unsure</Badge> / <Badge kind="abstain">none fits</Badge> no answer was given.{' '}
+                </>
+              )}
               {run.debias !== 'none' ? (
                 <>
                   <Badge kind="unstable">order-unstable</Badge> the answer changed when the options were reordered.
@@ -474,7 +601,7 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
                 'Option order not checked.'
               )}
             </p>
-            <ResultsTable texts={run.texts} results={run.results} />
+            <ResultsTable texts={run.texts} results={run.results} options={run.options} />
           </Card>
         )}
       </section>
