@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The real app in a real window under Xvfb, on the real default model, driven through its webview
-# by WebDriver: ui/tests/window.mjs scores the bundled example (every rotation of its options),
+# by WebDriver: ui/tests/window.mjs scores the bundled example (every rotation of its options; then
+# with no answer under 50% confidence),
 # shows a bad eval set's line and field, runs authored144 (3 shots, cyclic), saves the result into
-# a bench folder beside copies of the CLI's files, checks the Results table, the loaded model's
+# a bench folder beside copies of the CLI's files, checks the Results table (and opens a committed
+# run's risk–coverage curve and position bias), the loaded model's
 # device and the DERIVED figures on the Models page and that the CSP is in force, has `readout
 # compare` read the app's file, finds the device and default model kept across a restart, then
 # downloads Gemma 3 270M from a hub on loopback (progress, Cancel, resume), chooses its chat
@@ -32,6 +34,9 @@ trap 'rm -rf "$work"' EXIT
 # A fresh home for the app: its settings and data folders, and a bench folder with the CLI's files.
 mkdir -p "$work/config/dev.readout.desktop" "$work/data" "$work/bench/results" "$work/bench/evalsets"
 cp bench/results/authored144_*.json "$work/bench/results/"
+# A committed run with the judge-quality figures (risk–coverage curve, position bias), to open.
+export QUALITY_FILE="smollm2-135m-instruct.q4_1_3shot_cyclic.json"
+cp "bench/results/quality/$QUALITY_FILE" "$work/bench/results/"
 cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
 # A bad eval set where a user keeps sets: the window must show its line and field and go on.
 cp tests/bad-inputs/evalsets/empty-options.jsonl "$work/bench/evalsets/bad-options.jsonl"

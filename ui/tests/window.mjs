@@ -4,17 +4,18 @@
 // folder and a bench folder holding copies of the CLI's result files.
 //
 // What a person would do: score the bundled example with every rotation of its options (the
-// Score page's debias choice); meet a bad eval set in the eval-set folder (its line and field
+// Score page's debias choice), then with no answer under 50% confidence; meet a bad eval set in the eval-set folder (its line and field
 // shown, the app going on); run authored144 with 3 shots and cyclic option order while the
 // progress bar moves; save the result file into the bench folder; find it in the Results table
-// beside the CLI's files; see the loaded model's device and the shell's DERIVED figures on the
+// beside the CLI's files; open a committed run's risk–coverage curve and position bias; see the loaded model's device and the shell's DERIVED figures on the
 // Models page; then `readout compare` reads the app's file. Throughout, the
 // Content-Security-Policy is in force and nothing the app does trips it.
 // Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
 //
 // Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
-// bench folder), CLI_CYCLIC (the CLI's 3-shot cyclic result file), SHOTS_DIR (where to write
-// screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
+// bench folder), CLI_CYCLIC (the CLI's 3-shot cyclic result file), QUALITY_FILE (the name of the
+// committed run with the risk–coverage curve and position bias, copied into BENCH), SHOTS_DIR
+// (where to write screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -116,7 +117,7 @@ try {
   // The example in every rotation of its options (the library's cyclic debias through the
   // shell's `debias` argument): each answer says whether it held in every order.
   const debiasOffered = await driver.executeScript("return [...document.querySelectorAll('#score-debias option')].map((o) => o.value)");
-  assert.deepEqual(debiasOffered, ['none', 'cyclic', 'permutation', 'calibrate', 'pride']);
+  assert.deepEqual(debiasOffered, ['none', 'cyclic', 'permutation', 'calibrate', 'pride', 'batch']);
   assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'none', 'one order by default');
   await select('#score-debias', 'cyclic');
   assert.match(await textOf('[data-testid="score-debias-help"]'), /rotation of the options/);
@@ -138,6 +139,23 @@ try {
   log(`scored the example (cyclic): first row "${(await rows[0].getText()).replace(/\s+/g, ' ').slice(0, 120)}"`);
   // Back to one order for the long runs below.
   await select('#score-debias', 'none');
+
+  // No answer under 50% confidence: the default model is unsure of some criteria of the example,
+  // and the window says which and why (the library's `abstained`).
+  await setInput('[data-testid="abstain-below"]', 50);
+  await click('[data-testid="score-button"]');
+  await visible('[data-testid="answer-cell"][data-abstained]', 120_000);
+  const abstained = await driver.executeScript(
+    `return [...document.querySelectorAll('[data-testid="answer-cell"]')].map((c) => [c.dataset.abstained ?? '', c.querySelector('[data-testid="probability"]').textContent.trim()])`,
+  );
+  const unsure = abstained.filter(([a]) => a === 'confidence');
+  assert.ok(unsure.length >= 1 && unsure.length < abstained.length, `some criteria get no answer under 50%: ${JSON.stringify(abstained)}`);
+  for (const [a, p] of abstained) assert.ok(a === 'confidence' ? parseInt(p, 10) <= 50 : parseInt(p, 10) >= 50, `${a} at ${p}`);
+  await driver.executeScript(`document.querySelector('[data-testid="answer-cell"][data-abstained="confidence"] summary').click()`);
+  assert.match(await textOf('[data-testid="abstain-why"]'), /^No answer: the likeliest option has \d+%, under the 50% asked for\. The model is unsure\.$/);
+  await shot('score-abstain', '[data-testid="score-results"]');
+  log(`no answer for ${unsure.length} of ${abstained.length} criteria under 50%`);
+  await setInput('[data-testid="abstain-below"]', '');
 
   // A text longer than the model's context: the error reaches the window; the app keeps going.
   const long = (await find('#texts'));
@@ -260,6 +278,26 @@ try {
   await click('[data-testid="open-run"]');
   await visible('[data-testid="results-view"]');
   await shot('results-open', '[data-testid="results-view"]');
+  // The committed cyclic run of the default model with the judge-quality figures (window-test.sh
+  // put it in the results folder): its risk–coverage curve and position bias.
+  await driver.executeScript(
+    `const row = [...document.querySelectorAll('[data-testid="runs-table"] tbody tr')].find((r) => r.querySelector('.file-cell')?.title.endsWith(arguments[0]));
+     row.querySelector('[data-testid="open-run"]').click();`,
+    env('QUALITY_FILE'),
+  );
+  await driver.wait(
+    async () => (await driver.executeScript("return document.querySelector('[data-testid=\"results-view\"] .mono.small')?.textContent ?? ''")).endsWith(env('QUALITY_FILE')),
+    20_000,
+    'the quality run opened',
+  );
+  // (The Evaluate page, kept alive out of sight, shows its own run's charts too.)
+  for (const id of ['risk-coverage-chart', 'position-bias-chart']) {
+    const size = await driver.executeScript(`const c = document.querySelector('[data-testid="results-view"] [data-testid="${id}"] canvas'); return c ? [c.clientWidth, c.clientHeight] : null`);
+    assert.ok(size && size[0] > 200 && size[1] > 100, `${id} is drawn (${size})`);
+  }
+  assert.equal(await driver.executeScript("return document.querySelectorAll('[data-testid=\"results-view\"] [data-testid=\"risk-level\"]').length"), 3);
+  assert.match(await textOf('[data-testid="results-view"] [data-testid="unstable-accuracy"]'), /42\.6%\s*right, of 141 rows/);
+  await shot('results-quality', '[data-testid="results-view"] [data-testid="selective-card"]');
 
   // ── Models ───────────────────────────────────────────────────────────────────────────────
   await go('models');
