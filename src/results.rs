@@ -67,6 +67,10 @@ pub struct ModelRecord {
     /// files written before the field).
     #[serde(default = "matmuls_name")]
     pub attention: String,
+    /// Whether a layer's element-wise steps ran as fused CUDA kernels (`--fused-kernels`): `on`
+    /// or `off` (`off` in files written before the field).
+    #[serde(default = "off_name")]
+    pub fused_kernels: String,
     /// The hub repository, commit and file of a model named `hf:…` (absent for a path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::hub::ModelSource>,
@@ -85,6 +89,10 @@ fn f32_name() -> String {
 
 fn matmuls_name() -> String {
     "matmuls".into()
+}
+
+fn off_name() -> String {
+    "off".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -350,6 +358,7 @@ impl Header {
                 kv_cache: info.kv_cache.as_str().into(),
                 precision: info.precision.as_str().into(),
                 attention: info.attention.as_str().into(),
+                fused_kernels: info.fused_kernels.as_str().into(),
                 source: info.source.clone(),
                 chat_template: Some(info.chat_template.clone()),
                 chat_template_sha256: Some(info.chat_template_sha256.clone()),

@@ -173,7 +173,7 @@ fn run_logits(a: LogitsArgs) -> Result<i32> {
     let n = items.len();
     let out = serde_json::json!({
         "model": {"path": path, "name": info.name, "architecture": info.architecture, "quantisation": info.quantisation,
-                  "weights": info.weights, "activations": info.activations, "kv_cache": info.kv_cache, "precision": info.precision, "attention": info.attention, "device": info.device},
+                  "weights": info.weights, "activations": info.activations, "kv_cache": info.kv_cache, "precision": info.precision, "attention": info.attention, "fused_kernels": info.fused_kernels, "device": info.device},
         "items": items,
     });
     std::fs::write(&a.out, serde_json::to_vec(&out)?).with_context(|| format!("writing {}", a.out.display()))?;

@@ -20,7 +20,7 @@ mod serve;
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use readout::device::DeviceRequest;
-use readout::engine::{AttentionPath, Engine, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
+use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
 use readout::template::TemplateSource;
 use std::path::PathBuf;
 
@@ -165,6 +165,9 @@ pub struct ModelArgs {
     /// Attention on a CUDA GPU: matmuls (per segment: concatenation, two matmuls, mask, softmax), kernel (one kernel a layer for every segment of a pass, its prefix read in place; same answers within 1e-4), or auto (kernel on CUDA, matmuls elsewhere).
     #[arg(long, default_value = "auto")]
     pub attention: AttentionPath,
+    /// A layer's element-wise steps on a CUDA GPU: on (the residual add with the next RMSNorm, q/k's norms with RoPE and the query scale, the MLP's activation: one kernel each; same answers within 1e-4), off (candle's ops, several launches each), or auto (on on CUDA). The CPU path is the same either way.
+    #[arg(long, default_value = "off")]
+    pub fused_kernels: FusedKernels,
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
@@ -229,6 +232,7 @@ impl ModelArgs {
             kv_cache: self.kv_cache,
             precision: self.precision,
             attention: self.attention,
+            fused_kernels: self.fused_kernels,
             threads: self.threads,
             chat_template: self.chat_template.clone(),
         }

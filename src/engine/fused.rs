@@ -9,7 +9,9 @@
 //! that the compiler vectorises (AVX-512 or AVX2 chosen at run time). Each row is computed by one
 //! thread in a fixed order, so results do not depend on the thread count.
 //!
-//! Other devices keep candle's ops (see `model.rs`).
+//! On a CUDA GPU with `--fused-kernels on`, SwiGLU and GeGLU run as one kernel each too
+//! (`fused_cuda.rs`, this file's ops' CUDA forward); otherwise other devices keep candle's ops
+//! (see `model.rs`).
 
 use candle_core::{CpuStorage, CustomOp1, InplaceOp2, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -84,6 +86,15 @@ impl CustomOp1 for SwiGlu {
         });
         Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s: &candle_core::CudaStorage,
+        l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        super::fused_cuda::gated(s, l, false)
+    }
 }
 
 /// `gelu(gate) * up` (GELU's tanh approximation, as Gemma's `gelu_pytorch_tanh` and llama.cpp's
@@ -114,6 +125,15 @@ impl CustomOp1 for GeGlu {
             )
         });
         Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s: &candle_core::CudaStorage,
+        l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        super::fused_cuda::gated(s, l, true)
     }
 }
 

@@ -510,6 +510,7 @@ fn build(
         kv_f16: false,
         tf32: false,
         attention_kernel: false,
+        fused_kernels: false,
     })
 }
 

@@ -6,6 +6,7 @@
 mod attention;
 pub mod config;
 mod fused;
+mod fused_cuda;
 pub mod gguf;
 mod int8;
 pub mod kv;
@@ -25,7 +26,7 @@ pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
 pub use load::Metadata;
 use model::Transformer;
-pub use model::{AttentionPath, KvCache, MatmulPath, Precision, WeightsMode};
+pub use model::{AttentionPath, FusedKernels, KvCache, MatmulPath, Precision, WeightsMode};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -46,6 +47,8 @@ pub struct LoadOptions {
     pub precision: Precision,
     /// How a pass's attention is computed on a GPU (`--attention`).
     pub attention: AttentionPath,
+    /// A layer's element-wise steps in fused CUDA kernels (`--fused-kernels`).
+    pub fused_kernels: FusedKernels,
     /// CPU threads for the engine's work (`--threads`); `None`: one per core.
     pub threads: Option<usize>,
     /// The chat template to read the model with (`--chat-template`); `None`: the model's own,
@@ -63,6 +66,7 @@ impl Default for LoadOptions {
             kv_cache: KvCache::Auto,
             precision: Precision::F32,
             attention: AttentionPath::Auto,
+            fused_kernels: FusedKernels::Off,
             threads: None,
             chat_template: None,
         }
@@ -91,6 +95,9 @@ pub struct ModelInfo {
     pub precision: Precision,
     /// How a pass's attention was computed (`--attention`): `matmuls` or `kernel`, `auto` resolved.
     pub attention: AttentionPath,
+    /// Whether a layer's element-wise steps ran as fused kernels (`--fused-kernels`): `on` or
+    /// `off`, `auto` resolved.
+    pub fused_kernels: FusedKernels,
     /// The chat template the prompts are rendered with: a family's name, `file:NAME`, or
     /// `model` for the model's own (`template::ChosenTemplate`).
     pub chat_template: String,
@@ -236,10 +243,11 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
     let (device, fallback) = device::select(opts.device)?;
     pool.broadcast(|_| device::bind_to_thread(&device));
     // Loading decodes and lays out weights on all of the engine's threads.
-    let (loaded, weights, kv_cache, attention) = pool.install(|| -> Result<_> {
+    let (loaded, weights, kv_cache, attention, fused_kernels) = pool.install(|| -> Result<_> {
         let weights = resolve_weights(opts.weights, &device, path)?;
         check_precision(opts.precision, &device, weights, opts.matmul)?;
         let attention = resolve_attention(opts.attention, &device)?;
+        let fused_kernels = resolve_fused_kernels(opts.fused_kernels, &device)?;
         let hold = load::Hold {
             matmul: opts.matmul,
             native: weights == WeightsMode::Native,
@@ -251,7 +259,8 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         loaded.model.kv_f16 = kv_cache == KvCache::F16;
         loaded.model.tf32 = opts.precision == Precision::Tf32;
         loaded.model.attention_kernel = attention == AttentionPath::Kernel;
-        Ok((loaded, weights, kv_cache, attention))
+        loaded.model.fused_kernels = fused_kernels == FusedKernels::On;
+        Ok((loaded, weights, kv_cache, attention, fused_kernels))
     })?;
     let cfg = loaded.model.cfg.clone();
     let info = ModelInfo {
@@ -269,6 +278,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         kv_cache,
         precision: opts.precision,
         attention,
+        fused_kernels,
         source: None,
         // No template chosen yet ([`Engine::load`] chooses one; a [`BareModel`] renders nothing).
         chat_template: "none".into(),
@@ -834,7 +844,6 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
     Ok(())
 }
 
-/// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
 /// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
 /// a segment; faster on the models the README's CUDA table measures), the matmuls elsewhere;
 /// `kernel` asked for off CUDA is refused.
@@ -850,6 +859,21 @@ fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPa
     }
 }
 
+/// `--fused-kernels auto` resolved: on on a CUDA GPU, off elsewhere; `on` asked for off CUDA is
+/// refused.
+fn resolve_fused_kernels(mode: FusedKernels, device: &Device) -> Result<FusedKernels> {
+    match mode {
+        FusedKernels::Auto if device.is_cuda() => Ok(FusedKernels::On),
+        FusedKernels::Auto => Ok(FusedKernels::Off),
+        FusedKernels::On if !device.is_cuda() => Err(Error::Config(
+            "--fused-kernels on is for CUDA GPUs; the CPU has fused loops of its own (use --fused-kernels off or auto)"
+                .into(),
+        )),
+        mode => Ok(mode),
+    }
+}
+
+/// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
 fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
     match mode {
         KvCache::Auto if device.is_cpu() => Ok(KvCache::F16),
@@ -872,6 +896,20 @@ mod tests {
         assert_eq!(resolve_attention(AttentionPath::Matmuls, &cpu).unwrap(), AttentionPath::Matmuls);
         let e = resolve_attention(AttentionPath::Kernel, &cpu).unwrap_err().to_string();
         assert!(e.contains("--attention matmuls or auto"), "{e}");
+    }
+
+    #[test]
+    fn fused_kernels_auto_is_off_on_the_cpu_and_on_is_refused_there() {
+        let cpu = Device::Cpu;
+        assert_eq!(resolve_fused_kernels(FusedKernels::Auto, &cpu).unwrap(), FusedKernels::Off);
+        assert_eq!(resolve_fused_kernels(FusedKernels::Off, &cpu).unwrap(), FusedKernels::Off);
+        let e = resolve_fused_kernels(FusedKernels::On, &cpu).unwrap_err().to_string();
+        assert!(e.contains("--fused-kernels off or auto"), "{e}");
+        assert_eq!("on".parse::<FusedKernels>(), Ok(FusedKernels::On));
+        assert_eq!(
+            "yes".parse::<FusedKernels>(),
+            Err("unknown fused-kernels setting `yes` (expected on, off or auto)".into())
+        );
     }
 
     #[test]

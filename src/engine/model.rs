@@ -81,6 +81,21 @@ pub enum AttentionPath {
     Auto,
 }
 
+/// Whether a layer's element-wise steps run as our fused CUDA kernels: the `--fused-kernels`
+/// option. On: the residual add with the RMSNorm after it, the q/k heads (their norms, RoPE and
+/// the query scale) and the MLP's activation one launch each (`fused_cuda.rs`); off: candle's
+/// ops, several launches each. The CPU path is the same either way (its own fused loops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusedKernels {
+    Off,
+    /// CUDA only.
+    On,
+    /// `on` on a CUDA GPU, `off` elsewhere; a result file records the resolved value.
+    Auto,
+}
+
+option_names!(FusedKernels, "fused-kernels setting", "on, off or auto", { Off => "off", On => "on", Auto => "auto" });
 option_names!(AttentionPath, "attention path", "matmuls, kernel or auto", { Matmuls => "matmuls", Kernel => "kernel", Auto => "auto" });
 option_names!(Precision, "matmul precision", "f32, tf32 or bf16", { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16" });
 option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
@@ -420,6 +435,15 @@ pub(crate) struct Layer {
     pub local: bool,
 }
 
+/// A layer's q `[heads, S, hd]`, k and v `[kv_heads, S, hd]` ([`Transformer::layer_qkv`]).
+struct LayerQkv {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    /// k and v side by side, `[2·kv_heads, S, hd]`, when they are (the fused kernel's output).
+    kv_joint: Option<Tensor>,
+}
+
 /// Which of a pass's new keys and values [`Transformer::forward`] returns, per layer.
 pub(crate) enum KeepKv {
     /// None (no unit of the pass is kept).
@@ -462,6 +486,8 @@ pub(crate) struct Transformer {
     pub tf32: bool,
     /// A pass's attention in one kernel a layer (`--attention kernel`, CUDA).
     pub attention_kernel: bool,
+    /// A layer's element-wise steps in fused kernels (`--fused-kernels on`, CUDA).
+    pub fused_kernels: bool,
 }
 
 impl Linear {
@@ -618,48 +644,26 @@ impl Transformer {
         let kernel = self.attention_kernel && !cpu;
         let orders = if multi && !kernel { Some((seg_order(h)?, seg_order(kvh)?, token_order()?)) } else { None };
         let mut new_kv: Vec<LayerKv> = Vec::with_capacity(self.layers.len());
+        // The next layer's input, when the residual add made it too (`add_norm`).
+        let mut normed: Option<Tensor> = None;
         for (li, layer) in self.layers.iter().enumerate() {
-            let xn = candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?;
-            // q, k and v of every row in one product, then heads first in one copy:
-            // `[heads + 2·kv heads, S, hd]`, whose q, k and v are contiguous slices.
-            let heads = layer.wqkv.forward(&xn)?.reshape((s, h + 2 * kvh, hd))?.transpose(0, 1)?.contiguous()?;
-            let q = heads.narrow(0, 0, h)?;
-            let k = heads.narrow(0, h, kvh)?;
-            let v = heads.narrow(0, h + kvh, kvh)?; // [kvh, S, hd]
-            let q = match &layer.q_norm {
-                Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
-                None => q,
+            let xn = match normed.take() {
+                Some(xn) => xn,
+                None => candle_nn::ops::rms_norm(&x, &layer.attn_norm, eps)?,
             };
-            let k = match &layer.k_norm {
-                Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
-                None => k,
-            };
-            // [1, heads, S, hd] for the rope kernels.
-            let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
-            let (cos, sin) = match (&local_rope, layer.local) {
+            let rope = match (&local_rope, layer.local) {
                 (Some((c, s)), true) => (c, s),
                 _ => (&cos, &sin),
             };
-            let (q, k) = match cfg.rope_style {
-                RopeStyle::Interleaved => {
-                    (candle_nn::rotary_emb::rope_i(&q, cos, sin)?, candle_nn::rotary_emb::rope_i(&k, cos, sin)?)
-                }
-                RopeStyle::Halves => {
-                    (candle_nn::rotary_emb::rope(&q, cos, sin)?, candle_nn::rotary_emb::rope(&k, cos, sin)?)
-                }
-            };
-            // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for
-            // every segment of the pass, instead of each segment's scores.
-            let q = if cpu { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
-            let k = k.squeeze(0)?; // [kvh, S, hd]
-                                   // An f16 cache: this pass's own keys and values are rounded to f16 before its
-                                   // attention too, so a token sees the same numbers whether its keys come from this
-                                   // pass or from the cache of an earlier one.
-            let (k, v, half) = if self.kv_f16 {
+            let LayerQkv { q, k, v, kv_joint } = self.layer_qkv(layer, &xn, rope, scale)?;
+            // An f16 cache: this pass's own keys and values are rounded to f16 before its
+            // attention too, so a token sees the same numbers whether its keys come from this
+            // pass or from the cache of an earlier one.
+            let (k, v, half, kv_joint) = if self.kv_f16 {
                 let (k16, v16) = (k.to_dtype(DType::F16)?, v.to_dtype(DType::F16)?);
-                (k16.to_dtype(DType::F32)?, v16.to_dtype(DType::F32)?, Some((k16, v16)))
+                (k16.to_dtype(DType::F32)?, v16.to_dtype(DType::F32)?, Some((k16, v16)), None)
             } else {
-                (k, v, None)
+                (k, v, None, kv_joint)
             };
 
             // q, k and v with every segment's block contiguous (see above).
@@ -736,8 +740,16 @@ impl Transformer {
             };
             match keep {
                 KeepKv::Nothing => {}
-                // v copied out of the joint product, so the cache holds v alone.
-                KeepKv::All => new_kv.push(LayerKv { k, v: v.copy()? }),
+                KeepKv::All => new_kv.push(match &kv_joint {
+                    // k and v side by side in the fused kernel's output: one copy holds both,
+                    // apart from q.
+                    Some(kv) => {
+                        let kv = kv.copy()?;
+                        LayerKv { k: kv.narrow(0, 0, kvh)?, v: kv.narrow(0, kvh, kvh)? }
+                    }
+                    // v copied out of the joint product, so the cache holds v alone.
+                    None => LayerKv { k, v: v.copy()? },
+                }),
                 KeepKv::Rows(idx) => new_kv.push(LayerKv {
                     k: k.reshape((kvh * s, hd))?.index_select(idx, 0)?,
                     v: v.contiguous()?.reshape((kvh * s, hd))?.index_select(idx, 0)?,
@@ -754,20 +766,112 @@ impl Transformer {
                 Some(w) => candle_nn::ops::rms_norm(&out, w, eps)?,
                 None => out,
             };
-            x = (x + out)?;
-            x = (&x + self.mlp(layer, &x)?)?;
+            let (sum, xn) = self.add_norm(&x, &out, &layer.ffn_norm)?;
+            x = sum;
+            let out = self.mlp(layer, &xn)?;
+            match self.layers.get(li + 1) {
+                Some(next) => {
+                    let (sum, xn) = self.add_norm(&x, &out, &next.attn_norm)?;
+                    (x, normed) = (sum, Some(xn));
+                }
+                // The output norm is taken at the rows read (`head_at`).
+                None => x = (&x + out)?,
+            }
         }
         Ok((x, new_kv))
     }
 
-    /// A layer's MLP on the residual `x`: its norm, gate and up as one product, SwiGLU (GELU for
-    /// Gemma 3), down, and Gemma 3's norm after it.
-    fn mlp(&self, layer: &Layer, x: &Tensor) -> candle_core::Result<Tensor> {
+    /// Whether this pass runs the fused CUDA kernels (`fused_cuda.rs`).
+    fn fused_steps(&self) -> bool {
+        self.fused_kernels && self.device.is_cuda()
+    }
+
+    /// `x + y` and its RMSNorm by `w`: the residual stream after a block's output joins it, and
+    /// the next block's input. One kernel with the fused kernels; candle's add and norm otherwise.
+    fn add_norm(&self, x: &Tensor, y: &Tensor, w: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
         let eps = self.cfg.rms_eps as f32;
-        let xn = candle_nn::ops::rms_norm(x, &layer.ffn_norm, eps)?;
-        let gate_up = layer.w_gate_up.forward(&xn)?; // [S, 2·ff]
+        if self.fused_steps() {
+            return super::fused_cuda::add_rms_norm(x, y, w, eps);
+        }
+        let sum = (x + y)?;
+        let normed = candle_nn::ops::rms_norm(&sum, w, eps)?;
+        Ok((sum, normed))
+    }
+
+    /// A layer's q, k and v from its normed input `xn`: q and k through their norms (Qwen3,
+    /// Gemma 3) and RoPE (`rope`: cos and sin of the pass's positions), q scaled by `scale`
+    /// except on the CPU (whose softmax scales the scores); `[heads, S, hd]` and
+    /// `[kv_heads, S, hd]`. With the fused kernels all of it is one launch after the product.
+    fn layer_qkv(
+        &self,
+        layer: &Layer,
+        xn: &Tensor,
+        rope: (&Tensor, &Tensor),
+        scale: f64,
+    ) -> candle_core::Result<LayerQkv> {
+        let cfg = &self.cfg;
+        let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let eps = cfg.rms_eps as f32;
+        let s = xn.dim(0)?;
+        let (cos, sin) = rope;
+        let qkv = layer.wqkv.forward(xn)?; // [S, (heads + 2·kv heads)·hd]
+        if self.fused_steps() {
+            let spec = super::fused_cuda::QkvSpec {
+                heads: h,
+                kv_heads: kvh,
+                head_dim: hd,
+                rope: cfg.rope_style,
+                q_scale: scale as f32,
+                q_norm: layer.q_norm.as_ref(),
+                k_norm: layer.k_norm.as_ref(),
+                eps,
+            };
+            let heads = super::fused_cuda::qkv_heads(&qkv.contiguous()?, cos, sin, &spec)?;
+            return Ok(LayerQkv {
+                q: heads.narrow(0, 0, h)?,
+                k: heads.narrow(0, h, kvh)?,
+                v: heads.narrow(0, h + kvh, kvh)?,
+                kv_joint: Some(heads.narrow(0, h, 2 * kvh)?),
+            });
+        }
+        // Heads first in one copy: `[heads + 2·kv heads, S, hd]`, whose q, k and v are
+        // contiguous slices.
+        let heads = qkv.reshape((s, h + 2 * kvh, hd))?.transpose(0, 1)?.contiguous()?;
+        let q = heads.narrow(0, 0, h)?;
+        let k = heads.narrow(0, h, kvh)?;
+        let v = heads.narrow(0, h + kvh, kvh)?; // [kvh, S, hd]
+        let q = match &layer.q_norm {
+            Some(w) => candle_nn::ops::rms_norm(&q, w, eps)?,
+            None => q,
+        };
+        let k = match &layer.k_norm {
+            Some(w) => candle_nn::ops::rms_norm(&k, w, eps)?,
+            None => k,
+        };
+        // [1, heads, S, hd] for the rope kernels.
+        let (q, k) = (q.unsqueeze(0)?, k.unsqueeze(0)?);
+        let (q, k) = match cfg.rope_style {
+            RopeStyle::Interleaved => {
+                (candle_nn::rotary_emb::rope_i(&q, cos, sin)?, candle_nn::rotary_emb::rope_i(&k, cos, sin)?)
+            }
+            RopeStyle::Halves => {
+                (candle_nn::rotary_emb::rope(&q, cos, sin)?, candle_nn::rotary_emb::rope(&k, cos, sin)?)
+            }
+        };
+        // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for
+        // every segment of the pass, instead of each segment's scores.
+        let q = if self.device.is_cpu() { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
+        Ok(LayerQkv { q, k: k.squeeze(0)?, v, kv_joint: None })
+    }
+
+    /// A layer's MLP on its normed input `xn`: gate and up as one product, SwiGLU (GELU for
+    /// Gemma 3), down, and Gemma 3's norm after it.
+    fn mlp(&self, layer: &Layer, xn: &Tensor) -> candle_core::Result<Tensor> {
+        let eps = self.cfg.rms_eps as f32;
+        let gate_up = layer.w_gate_up.forward(xn)?; // [S, 2·ff]
         let ff = gate_up.dim(1)? / 2;
-        let act = match (self.cfg.gemma.is_some(), self.device.is_cpu()) {
+        // Our ops on the CPU and with the fused kernels (one CUDA kernel each); candle's otherwise.
+        let act = match (self.cfg.gemma.is_some(), self.device.is_cpu() || self.fused_steps()) {
             (false, true) => super::fused::swiglu(&gate_up)?,
             (true, true) => super::fused::geglu(&gate_up)?,
             (false, false) => (candle_nn::ops::silu(&gate_up.narrow(1, 0, ff)?)? * gate_up.narrow(1, ff, ff)?)?,

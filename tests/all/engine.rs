@@ -7,8 +7,8 @@ use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
 use readout::engine::{
-    Architecture, AttentionPath, Engine, LoadOptions, MatmulPath, PassOptions, Precision, Prefix, Suffix, Unit,
-    WeightsMode,
+    Architecture, AttentionPath, Engine, FusedKernels, LoadOptions, MatmulPath, PassOptions, Precision, Prefix, Suffix,
+    Unit, WeightsMode,
 };
 use std::path::PathBuf;
 
@@ -265,40 +265,75 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
         }
         let (m, k) = (with(AttentionPath::Matmuls).unwrap(), with(AttentionPath::Kernel).unwrap());
         assert_eq!(k.info().attention, AttentionPath::Kernel);
-        let enc = |t: &str| m.tokenizer().encode(t).unwrap();
-        let read = [65u32, 66, 67];
-        let probs = |e: &Engine, grouped: bool| -> Vec<Vec<f32>> {
-            let long = |t: &str, times: usize| enc(&t.repeat(times));
-            let root = e
-                .extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n"))
-                .unwrap();
-            let other = e.extend(&root, &long("A state under the root. ", 6)).unwrap();
-            let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
-            let empty = Prefix::empty();
-            let (stem_a, stem_b) = (long("Stem of unit one, ", 8), long("Unit two has its own, longer stem. ", 5));
-            let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
-            let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
-            let units = vec![
-                Unit { parent: &root, stem: &stem_a, leaves: sfx.clone(), keep: true },
-                Unit { parent: &deeper, stem: &stem_b, leaves: sfx[..2].to_vec(), keep: true },
-                Unit { parent: &empty, stem: &stem_b, leaves: sfx[2..].to_vec(), keep: true },
-                Unit { parent: &root, stem: &[], leaves: sfx[1..].to_vec(), keep: false },
-            ];
-            let opts = PassOptions { group_units: grouped, ..e.pass_defaults() };
-            let outs = e.pass_with(&units, opts).unwrap();
-            let mut p: Vec<Vec<f32>> =
-                outs.iter().flat_map(|o| o.readouts.iter().map(|r| softmax(&r.logits))).collect();
-            // and on top of a kept prefix (a chain of chunks, read in place)
-            let tail = enc(" and on");
-            let r = e.read(&outs[1].prefix, &[Suffix { tokens: &tail, read: &read }]).unwrap();
-            p.push(softmax(&r[0].logits));
-            p
-        };
         for grouped in [false, true] {
-            let (a, b) = (probs(&m, grouped), probs(&k, grouped));
+            let (a, b) = (tree_probs(&m, grouped), tree_probs(&k, grouped));
             assert_eq!(a.len(), b.len());
             let d = a.iter().zip(&b).map(|(x, y)| max_diff(x, y)).fold(0.0, f32::max);
             assert!(d <= 1e-4, "{arch:?} grouped {grouped}: largest |Δp| {d}");
+        }
+    }
+}
+
+/// The letter probabilities of a pass over units of different parents (a root, a chain of
+/// chunks, the empty prefix; stems long enough to span several of the attention kernel's tiles
+/// and chunks, and to pass a sliding window of 4), then of a read on top of a kept prefix.
+fn tree_probs(e: &Engine, grouped: bool) -> Vec<Vec<f32>> {
+    let enc = |t: &str| e.tokenizer().encode(t).unwrap();
+    let read = [65u32, 66, 67];
+    let long = |t: &str, times: usize| enc(&t.repeat(times));
+    let root =
+        e.extend(&Prefix::empty(), &enc("<|im_start|>system\nShared root, long enough to pass a window.\n")).unwrap();
+    let other = e.extend(&root, &long("A state under the root. ", 6)).unwrap();
+    let deeper = e.extend(&other, &enc(" And one more chunk on it.")).unwrap();
+    let empty = Prefix::empty();
+    let (stem_a, stem_b) = (long("Stem of unit one, ", 8), long("Unit two has its own, longer stem. ", 5));
+    let leaves: Vec<Vec<u32>> = ["A. yes", "B. no, not at all", "C"].iter().map(|t| enc(t)).collect();
+    let sfx: Vec<Suffix> = leaves.iter().map(|t| Suffix { tokens: t, read: &read }).collect();
+    let units = vec![
+        Unit { parent: &root, stem: &stem_a, leaves: sfx.clone(), keep: true },
+        Unit { parent: &deeper, stem: &stem_b, leaves: sfx[..2].to_vec(), keep: true },
+        Unit { parent: &empty, stem: &stem_b, leaves: sfx[2..].to_vec(), keep: true },
+        Unit { parent: &root, stem: &[], leaves: sfx[1..].to_vec(), keep: false },
+    ];
+    let opts = PassOptions { group_units: grouped, ..e.pass_defaults() };
+    let outs = e.pass_with(&units, opts).unwrap();
+    let mut p: Vec<Vec<f32>> = outs.iter().flat_map(|o| o.readouts.iter().map(|r| softmax(&r.logits))).collect();
+    // and on top of a kept prefix (a chain of chunks, read in place)
+    let tail = enc(" and on");
+    let r = e.read(&outs[1].prefix, &[Suffix { tokens: &tail, read: &read }]).unwrap();
+    p.push(softmax(&r[0].logits));
+    p
+}
+
+#[test]
+fn the_fused_kernels_give_the_unfused_path_s_probabilities() {
+    // `--fused-kernels on` (one CUDA kernel each for the residual add with the next RMSNorm,
+    // for q and k's norms with RoPE and the query scale, and for the MLP's activation): the
+    // passes of `tree_probs` (units of different parents, grouped and not, kept prefixes carried
+    // on) with either attention path, on Llama (RoPE in pairs side by side), Qwen3 (q/k norms,
+    // RoPE in halves) and Gemma 3 (norms after attention and MLP, GELU, the local layers' own
+    // RoPE), give the unfused path's letter probabilities within 1e-4. On the CPU it is refused.
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3, Architecture::Gemma3] {
+        let path = tiny(arch, "f32", &dir);
+        let with = |attention, fused_kernels| {
+            Engine::load(&path, &LoadOptions { device: test_device(), attention, fused_kernels, ..Default::default() })
+        };
+        if test_device() == DeviceRequest::Cpu {
+            let e = with(AttentionPath::Auto, FusedKernels::On).err().expect("refused on the CPU").to_string();
+            assert!(e.contains("--fused-kernels off or auto"), "{e}");
+            assert_eq!(with(AttentionPath::Auto, FusedKernels::Auto).unwrap().info().fused_kernels, FusedKernels::Off);
+            continue;
+        }
+        for attention in [AttentionPath::Matmuls, AttentionPath::Kernel] {
+            let (off, on) = (with(attention, FusedKernels::Off).unwrap(), with(attention, FusedKernels::On).unwrap());
+            assert_eq!(on.info().fused_kernels, FusedKernels::On);
+            for grouped in [false, true] {
+                let (a, b) = (tree_probs(&off, grouped), tree_probs(&on, grouped));
+                assert_eq!(a.len(), b.len());
+                let d = a.iter().zip(&b).map(|(x, y)| max_diff(x, y)).fold(0.0, f32::max);
+                assert!(d <= 1e-4, "{arch:?} {attention:?} grouped {grouped}: largest |Δp| {d}");
+            }
         }
     }
 }

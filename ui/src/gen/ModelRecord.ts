@@ -27,6 +27,11 @@ precision: string,
  */
 attention: string, 
 /**
+ * Whether a layer's element-wise steps ran as fused CUDA kernels (`--fused-kernels`): `on`
+ * or `off` (`off` in files written before the field).
+ */
+fused_kernels: string, 
+/**
  * The hub repository, commit and file of a model named `hf:…` (absent for a path).
  */
 source?: ModelSource | null, 
