@@ -88,9 +88,15 @@ struct MakeModelArgs {
     #[arg(long, default_value = "bf16")]
     dtype: String,
     /// Write a GGUF file with matrices in this type (f32, f16, q8_0, q4_0, q4_1, q4_k) and the
-    /// byte-level tokenizer, instead of a Hugging Face directory.
+    /// byte-level tokenizer, instead of a Hugging Face directory; `none`: the metadata alone, no
+    /// tensors (with --tokenizer-from, a small file that carries a model's tokenizer).
     #[arg(long)]
     gguf: Option<String>,
+    /// With --gguf: the tokenizer (vocabulary, merges, specials, chat template) of this GGUF file
+    /// instead of the byte-level one, so that the model reads text as that file's model does
+    /// (a random-weights twin of a real model; its vocabulary must be the shape's).
+    #[arg(long, requires = "gguf")]
+    tokenizer_from: Option<PathBuf>,
     #[arg(long, default_value_t = 7)]
     seed: u64,
 }
@@ -275,26 +281,28 @@ fn run_make_model(a: MakeModelArgs) -> Result<i32> {
     if let Some(ty) = &a.gguf {
         use candle_core::quantized::GgmlDType as G;
         let dtype = match ty.to_ascii_lowercase().as_str() {
-            "f32" => G::F32,
-            "f16" => G::F16,
-            "q8_0" => G::Q8_0,
-            "q4_0" => G::Q4_0,
-            "q4_1" => G::Q4_1,
-            "q4_k" => G::Q4K,
+            "f32" => Some(G::F32),
+            "f16" => Some(G::F16),
+            "q8_0" => Some(G::Q8_0),
+            "q4_0" => Some(G::Q4_0),
+            "q4_1" => Some(G::Q4_1),
+            "q4_k" => Some(G::Q4K),
+            "none" => None,
             other => {
                 return Err(readout::Error::Config(format!(
-                    "unknown GGUF type `{other}` (expected f32, f16, q8_0, q4_0, q4_1 or q4_k)"
+                    "unknown GGUF type `{other}` (expected f32, f16, q8_0, q4_0, q4_1, q4_k or none)"
                 ))
                 .into())
             }
         };
         if a.tokenizer_dir.is_some() {
             return Err(readout::Error::Config(
-                "--tokenizer-dir applies to a Hugging Face directory; a GGUF gets the byte-level tokenizer".into(),
+                "--tokenizer-dir applies to a Hugging Face directory; a GGUF gets the byte-level tokenizer, or another GGUF's with --tokenizer-from".into(),
             )
             .into());
         }
-        synthetic::write_gguf(&a.out, &cfg, a.seed, dtype).with_context(|| format!("writing {}", a.out.display()))?;
+        synthetic::write_gguf_as(&a.out, &cfg, a.seed, dtype, a.tokenizer_from.as_deref())
+            .with_context(|| format!("writing {}", a.out.display()))?;
     } else {
         let dtype = match a.dtype.to_ascii_lowercase().as_str() {
             "f32" => candle_core::DType::F32,
@@ -309,7 +317,15 @@ fn run_make_model(a: MakeModelArgs) -> Result<i32> {
         synthetic::write_hf_dir_as(&a.out, &cfg, a.seed, a.tokenizer_dir.as_deref(), dtype)
             .with_context(|| format!("writing {}", a.out.display()))?;
     }
-    eprintln!("wrote {} ({} parameters, random weights, seed {})", a.out.display(), cfg.parameter_count(), a.seed);
+    match a.gguf.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("none") => eprintln!("wrote {} (the metadata of a {} model, no tensors)", a.out.display(), a.shape),
+        _ => eprintln!(
+            "wrote {} ({} parameters, random weights, seed {})",
+            a.out.display(),
+            cfg.parameter_count(),
+            a.seed
+        ),
+    }
     Ok(0)
 }
 

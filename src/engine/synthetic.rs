@@ -240,6 +240,59 @@ fn tensors(
 
 /// Write a random-weights GGUF with matrices stored as `dtype` (norms stay F32).
 pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -> Result<()> {
+    write_gguf_as(path, cfg, seed, Some(dtype), None)
+}
+
+/// [`write_gguf`], with the tokenizer of the GGUF file `tokenizer_from` (every `tokenizer.*`
+/// entry: vocabulary, merges, special tokens, chat template) in place of the byte-level one, so
+/// that the model reads text into the very tokens that file's model does; `dtype` `None` writes
+/// the metadata alone, no tensors: a file of a few MB that carries a real model's tokenizer to a
+/// machine its weights cannot go to (the default model's random-weights twin on the GPU machine,
+/// bench/cuda/h200-run). The tokenizer's vocabulary must have the shape's size.
+pub fn write_gguf_as(
+    path: &Path,
+    cfg: &ModelConfig,
+    seed: u64,
+    dtype: Option<GgmlDType>,
+    tokenizer_from: Option<&Path>,
+) -> Result<()> {
+    let mut md = gguf_metadata(cfg)?;
+    if let Some(src) = tokenizer_from {
+        let (_, content) = super::gguf::open(src)?;
+        let size = match content.metadata.get("tokenizer.ggml.tokens") {
+            Some(gguf_file::Value::Array(tokens)) => tokens.len(),
+            _ => return Err(Error::Config(format!("{} has no tokenizer (no tokenizer.ggml.tokens)", src.display()))),
+        };
+        if size != cfg.vocab_size {
+            return Err(Error::Config(format!(
+                "the tokenizer of {} has {size} tokens and the shape {} rows: take the shape of the model it came from",
+                src.display(),
+                cfg.vocab_size
+            )));
+        }
+        let mut theirs: Vec<(String, gguf_file::Value)> =
+            content.metadata.into_iter().filter(|(k, _)| k.starts_with("tokenizer.")).collect();
+        theirs.sort_by(|a, b| a.0.cmp(&b.0));
+        md.retain(|(k, _)| !k.starts_with("tokenizer."));
+        md.extend(theirs);
+    }
+    let mut qs: Vec<(String, QTensor)> = Vec::new();
+    if let Some(dtype) = dtype {
+        tensors(cfg, seed, |name, t| {
+            let ty = if t.rank() == 1 { GgmlDType::F32 } else { dtype };
+            qs.push((name, QTensor::quantize(&t, ty)?));
+            Ok(())
+        })?;
+    }
+    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let md_refs: Vec<(&str, &gguf_file::Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    gguf_file::write(&mut f, &md_refs, &t_refs)?;
+    Ok(())
+}
+
+/// A random-weights GGUF's metadata: the shape as llama.cpp names it, the byte-level tokenizer.
+fn gguf_metadata(cfg: &ModelConfig) -> Result<Vec<(String, gguf_file::Value)>> {
     use gguf_file::Value;
     let a = cfg.architecture.as_str();
     let mut tokens = byte_tokens();
@@ -294,17 +347,7 @@ pub fn write_gguf(path: &Path, cfg: &ModelConfig, seed: u64, dtype: GgmlDType) -
             md.push((format!("{a}.final_logit_softcapping"), Value::F32(cap)));
         }
     }
-    let mut qs: Vec<(String, QTensor)> = Vec::new();
-    tensors(cfg, seed, |name, t| {
-        let ty = if t.rank() == 1 { GgmlDType::F32 } else { dtype };
-        qs.push((name, QTensor::quantize(&t, ty)?));
-        Ok(())
-    })?;
-    let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let t_refs: Vec<(&str, &QTensor)> = qs.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    gguf_file::write(&mut f, &md_refs, &t_refs)?;
-    Ok(())
+    Ok(md)
 }
 
 /// Write a random-weights Hugging Face directory (config.json, tokenizer.json,
@@ -455,4 +498,53 @@ pub fn write_hf_dir_as(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gguf_file::Value;
+
+    /// A GGUF of metadata alone: `n` tokens named `t0`, `t1`, …, a chat template and a padding id.
+    fn tokenizer_file(path: &Path, n: usize) {
+        let md = [
+            ("tokenizer.ggml.tokens", Value::Array((0..n).map(|i| Value::String(format!("t{i}"))).collect())),
+            ("tokenizer.chat_template", Value::String("theirs".into())),
+            ("tokenizer.ggml.padding_token_id", Value::U32(5)),
+            ("general.name", Value::String("not copied".into())),
+        ];
+        let refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+        gguf_file::write(&mut std::fs::File::create(path).unwrap(), &refs, &[]).unwrap();
+    }
+
+    #[test]
+    fn a_twin_takes_every_tokenizer_entry_of_the_other_file_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = tiny_config(Architecture::Llama);
+        let src = dir.path().join("tokenizer.gguf");
+        tokenizer_file(&src, cfg.vocab_size);
+        for (dtype, tensors) in [(Some(GgmlDType::F32), 2 + 9 * cfg.num_layers), (None, 0)] {
+            let out = dir.path().join("twin.gguf");
+            write_gguf_as(&out, &cfg, 1, dtype, Some(&src)).unwrap();
+            let (_, c) = crate::engine::gguf::open(&out).unwrap();
+            assert_eq!(c.tensor_infos.len(), tensors);
+            let tokens = match &c.metadata["tokenizer.ggml.tokens"] {
+                Value::Array(t) => t.len(),
+                _ => 0,
+            };
+            assert_eq!(tokens, cfg.vocab_size);
+            assert!(
+                matches!(&c.metadata["tokenizer.ggml.tokens"], Value::Array(t) if matches!(&t[3], Value::String(s) if s == "t3"))
+            );
+            assert!(matches!(&c.metadata["tokenizer.chat_template"], Value::String(s) if s == "theirs"));
+            assert!(matches!(c.metadata["tokenizer.ggml.padding_token_id"], Value::U32(5)));
+            // The byte-level tokenizer's own entries are gone; the model's shape is ours.
+            assert!(!c.metadata.contains_key("tokenizer.ggml.merges"));
+            assert!(matches!(&c.metadata["general.name"], Value::String(s) if s == "random-llama"));
+        }
+        // A vocabulary of another size than the shape's is refused.
+        tokenizer_file(&src, 10);
+        let e = write_gguf_as(&dir.path().join("x.gguf"), &cfg, 1, None, Some(&src)).unwrap_err().to_string();
+        assert!(e.contains("has 10 tokens"), "{e}");
+    }
 }
