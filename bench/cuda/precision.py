@@ -5,8 +5,14 @@ against Readout's f32 run (same predictions? the largest |Δp| of the combined p
 of any ordering's letter probabilities; the rows whose f32 top two are within 0.01, where a
 changed prediction is a near tie). Written as one result file, the GPU named.
 
+Keys are free-form (`f32`, `tf32-kernel`, ...); `--base` names the one drift is measured against
+(default `f32`). A key ending in `-fused` (a run with `--fused-kernels on`) is also compared with
+the same key without it (its unfused twin): drift `vs_unfused` and the ratio
+`readout_KEY_over_readout_KEY-fused` (the speed-up from the fused kernels). Each run's recorded
+precision, attention path and fused-kernels setting are kept beside its walls.
+
 Usage: precision.py --label L --gpu NAME --readout f32=R1.json[,R2.json] --readout tf32=... \\
-           [--peer f32=PEER.json ...] --out OUT.json --command CMD
+           [--peer f32=PEER.json ...] [--base KEY] --out OUT.json --command CMD
 """
 
 import argparse
@@ -43,6 +49,7 @@ def main():
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--readout", action="append", required=True, help="PRECISION=FILE[,FILE...] (rounds)")
     ap.add_argument("--peer", action="append", default=[], help="PRECISION=PEER.json")
+    ap.add_argument("--base", default="f32", help="the Readout key drift is measured against")
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", required=True)
     a = ap.parse_args()
@@ -50,13 +57,14 @@ def main():
     for spec in a.readout:
         p, files = spec.split("=", 1)
         runs[p] = [(f, json.load(open(f))) for f in files.split(",") if f]
-    if "f32" not in runs:
-        raise SystemExit("precision.py: needs Readout's f32 run (--readout f32=...)")
-    base = runs["f32"][0][1]
+    if a.base not in runs:
+        raise SystemExit(f"precision.py: needs Readout's {a.base} run (--readout {a.base}=...), the base")
+    base = runs[a.base][0][1]
+    vs_base = f"vs_readout_{a.base}"
     out = {
         "schema": "readout.bench.precision-gpu", "schema_version": 1, "label": "MEASURED",
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": a.command, "gpu": a.gpu, "model_label": a.label,
+        "command": a.command, "gpu": a.gpu, "model_label": a.label, "base": a.base,
         "model": base["model"], "eval_set": base["eval_set"]["name"], "rows": len(base["rows"]),
         "config": base["config"], "machine": base["machine"], "readout": {}, "pytorch": {}, "ratios": {},
     }
@@ -66,11 +74,15 @@ def main():
         out["readout"][p] = {
             "result_files": [f for f, _ in rounds], "precision_recorded": first["model"].get("precision", "f32"),
             "attention_recorded": first["model"].get("attention", "matmuls"),
+            "fused_kernels_recorded": first["model"].get("fused_kernels", "off"),
             "wall_seconds": walls, "best_wall_seconds": min(walls),
             "model_load_seconds": [d["timing"]["model_load_seconds"] for _, d in rounds],
-            "vs_readout_f32": drift(first, base),
+            vs_base: drift(first, base),
             "mean_family_balanced_accuracy": first.get("metrics", {}).get("mean_family_balanced_accuracy"),
         }
+        unfused = p[: -len("-fused")] if p.endswith("-fused") else None
+        if unfused in runs:
+            out["readout"][p]["vs_unfused"] = drift(first, runs[unfused][0][1])
     for spec in a.peer:
         p, f = spec.split("=", 1)
         try:
@@ -81,28 +93,30 @@ def main():
         out["pytorch"][p] = {
             "file": f, "torch": d["torch"], "transformers": d["transformers"], "dtype": d["dtype"], "tf32": d["tf32"],
             "best": d["best"], "runs": d["runs"], "model_load_s": d["model_load_s"],
-            "vs_readout_f32": against_peer(base, d),
+            vs_base: against_peer(base, d),
         }
-    f32_peer = out["pytorch"].get("f32", {}).get("best", {}).get("wall_s")
     for p, r in out["readout"].items():
         for q, peer in out["pytorch"].items():
             if "best" in peer:
                 out["ratios"][f"pytorch_{q}_over_readout_{p}"] = peer["best"]["wall_s"] / r["best_wall_seconds"]
-        if f32_peer:
-            out["ratios"][f"readout_f32_over_readout_{p}"] = out["readout"]["f32"]["best_wall_seconds"] / r["best_wall_seconds"]
+        out["ratios"][f"readout_{a.base}_over_readout_{p}"] = out["readout"][a.base]["best_wall_seconds"] / r["best_wall_seconds"]
+        unfused = p[: -len("-fused")] if p.endswith("-fused") else None
+        if unfused in out["readout"]:
+            out["ratios"][f"readout_{unfused}_over_readout_{p}"] = out["readout"][unfused]["best_wall_seconds"] / r["best_wall_seconds"]
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     print(f"precision.py: {a.label}")
     for p, r in out["readout"].items():
-        v = r["vs_readout_f32"]
-        print(f"  readout {p:5s} wall {', '.join(f'{w:.3f}' for w in r['wall_seconds'])} s; vs f32: "
+        v = r.get("vs_unfused", r[vs_base])
+        against = "unfused" if "vs_unfused" in r else a.base
+        print(f"  readout {p:5s} wall {', '.join(f'{w:.3f}' for w in r['wall_seconds'])} s; vs {against}: "
               f"{v['same_predictions']}/{v['rows']} same, |dp| {v['largest_abs_dp_combined']:.2e} "
               f"(letters {v['largest_abs_dp_letter_probs']:.2e})")
     for p, peer in out["pytorch"].items():
         if "best" in peer:
-            v = peer["vs_readout_f32"]
+            v = peer[vs_base]
             print(f"  pytorch {p:5s} best {peer['best']['wall_s']:.3f} s ({peer['best']['mode']} B={peer['best']['batch_size']}); "
-                  f"vs readout f32: {v['same_predictions']}/{v['rows']} same, |dp| {v['largest_combined_probability_difference']:.2e}")
+                  f"vs readout {a.base}: {v['same_predictions']}/{v['rows']} same, |dp| {v['largest_combined_probability_difference']:.2e}")
         else:
             print(f"  pytorch {p:5s} {peer['error']}")
     for k, v in out["ratios"].items():
