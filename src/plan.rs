@@ -174,6 +174,7 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
         items.push(start..end);
         start = end;
     }
+    let letters = crate::engine::LetterCache::default();
     let plan_item = |item: std::ops::Range<usize>| -> Result<PlannedItem> {
         let mut specs: Vec<Prompt> = Vec::new();
         let mut cuts: Vec<(usize, usize)> = Vec::new();
@@ -214,7 +215,7 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
             drafts = fitted;
         }
         let finish = |row: usize, variant: Variant, text: String, tokens: Vec<u32>| -> Result<Prompt> {
-            let letters = engine.answer_tokens(&text, &tokens, rows[row].criterion.options.len())?;
+            let letters = engine.answer_tokens_cached(&text, &tokens, rows[row].criterion.options.len(), &letters)?;
             let sha = crate::hash::sha256_bytes(text.as_bytes());
             Ok(Prompt { row, variant, text, tokens, letters, sha })
         };

@@ -42,9 +42,9 @@ pub struct RunArgs {
     /// Two passes at a time: true or false [default: true on a CPU of several threads].
     #[arg(long)]
     side_by_side: Option<bool>,
-    /// Most new tokens per forward pass when batching.
-    #[arg(long, default_value_t = readout::results::default_pass_tokens(), value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pass_tokens: usize,
+    /// Most new tokens per forward pass when batching [default: 1024 on the CPU, 16384 on a GPU].
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pass_tokens: Option<usize>,
     /// Result file to write [default: bench/results/<evalset>_<model>_<mode>_<shots>shot_<debias>.json, or the first free <name>-2.json, <name>-3.json, … beside it].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -83,7 +83,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         .prefix_tree(!a.no_prefix_tree)
         .batched_suffixes(!a.no_batch)
         .trim(!a.no_trim)
-        .pass_tokens(a.pass_tokens)
+        .pass_tokens(a.pass_tokens.unwrap_or_else(readout::results::default_pass_tokens))
         .group_units(a.group_units)
         .side_by_side(a.side_by_side)
         .matmul(a.model.matmul)
@@ -97,6 +97,10 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
+    if a.pass_tokens.is_none() {
+        // The engine's pass size for its device (larger on a GPU), recorded in the result file.
+        config.levers.pass_tokens = engine.pass_defaults().pass_tokens;
+    }
     if let (Some(r), Some(p)) = (&resume, &a.resume) {
         config = readout::run::resume_config(&engine, r, p)?;
     }

@@ -180,6 +180,23 @@ impl Tokenizer {
             .map_err(|e| Error::Tokenizer { path: self.path.clone(), detail: format!("decoding failed: {e}") })
     }
 
+    /// The last special token in `text` that the tokenizer cuts out whole, and the text after it.
+    ///
+    /// The tokenizer cuts such tokens out of the text first and encodes each piece between them
+    /// alone (a piece that does not start the text is never treated as its start), so the text
+    /// after the last one encodes the same whatever came before it. `None` when `text` holds none.
+    pub fn after_last_special<'a>(&self, text: &'a str) -> Option<(&'a str, &'a str)> {
+        let (at, len) = self
+            .inner
+            .get_added_tokens_decoder()
+            .values()
+            .filter(|t| t.special && !t.single_word && !t.normalized && !t.content.is_empty())
+            .filter_map(|t| text.rfind(t.content.as_str()).map(|i| (i, t.content.len())))
+            // the one that ends last; of two ending there, the longer
+            .max_by_key(|&(i, len)| (i + len, len))?;
+        Some((&text[at..at + len], &text[at + len..]))
+    }
+
     /// The id of `token` when it is one vocabulary entry.
     pub fn token_id(&self, token: &str) -> Option<u32> {
         self.inner.token_to_id(token)
@@ -326,6 +343,18 @@ mod tests {
         // Decoding puts the spaces back, and drops the prefix the encoder added.
         assert_eq!(tiny(true).decode(&[SPACE_A, BC]).unwrap(), "abc");
         assert_eq!(t.decode(&[AB, SPACE_A, 3 + 0xC3, 3 + 0xA9]).unwrap(), "ab aé");
+    }
+
+    #[test]
+    fn the_text_after_the_last_special_token() {
+        let t = tiny(true);
+        assert_eq!(t.after_last_special("a</s>b<s>ab"), Some(("<s>", "ab")));
+        assert_eq!(t.after_last_special("a<s></s>"), Some(("</s>", "")));
+        assert_eq!(t.after_last_special("ab a"), None);
+        // What follows the last one encodes the same whatever came before it: ▁ b a.
+        let (x, y) = (t.encode("ab</s>ba").unwrap(), t.encode("b a a</s>ba").unwrap());
+        assert_eq!(x[x.len() - 4..], [2, SPACE, B, A]);
+        assert_eq!(x[x.len() - 4..], y[y.len() - 4..]);
     }
 
     #[test]

@@ -55,12 +55,16 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> f64 {
         .collect();
     let mut worst = 0.0f64;
     let mut decided = 0;
+    let cache = readout::engine::LetterCache::default();
     for f in &fixture.items {
         let text = prompts.get(&f.id).unwrap_or_else(|| panic!("fixture prompt {} is not an authored144 prompt", f.id));
         let ids = engine.tokenizer().encode(text).unwrap();
         assert_eq!(ids, f.token_ids, "{}: token ids differ from llama.cpp", f.id);
         let letters = engine.answer_tokens(text, &ids, f.letter_token_ids.len()).unwrap();
         assert_eq!(letters, f.letter_token_ids, "{}: letter token ids differ", f.id);
+        // The planner's check, once for the prompts that end alike, gives the same letters.
+        let cached = engine.answer_tokens_cached(text, &ids, f.letter_token_ids.len(), &cache).unwrap();
+        assert_eq!(cached, f.letter_token_ids, "{}: cached letter token ids differ", f.id);
         let read = engine.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &letters }]).unwrap();
         let ours = softmax(&read[0].logits);
         let theirs = softmax(&f.letter_logits);
@@ -75,6 +79,8 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> f64 {
             assert_eq!(argmax(&ours), argmax(&theirs), "{}: different answer from llama.cpp", f.id);
         }
     }
+    // Every fixture prompt ends with the template's assistant turn: one full check in all.
+    assert_eq!(cache.entries(), 1, "the prompts' endings were checked {} times", cache.entries());
     eprintln!(
         "fidelity: {} prompts, largest |Δp| = {worst:.4}, {decided} with a clear llama.cpp answer",
         fixture.items.len()
