@@ -106,6 +106,21 @@ pub fn resume_config(engine: &Engine, partial: &ResultFile, path: &Path) -> Resu
             partial.model.file
         )));
     }
+    // The prompts are the template's: rows added under another one would not be this run's.
+    if let Some(want) = partial.model.chat_template_sha256.as_ref().filter(|w| **w != info.chat_template_sha256) {
+        let name = partial.model.chat_template.as_deref().unwrap_or("unnamed");
+        let how = if name == "model" {
+            "without --chat-template (the model's own template)".to_string()
+        } else {
+            format!("with --chat-template {name}")
+        };
+        return Err(Error::Config(format!(
+            "{} was run with another chat template ({name}, sha256 {}…; now {}); resume it {how}",
+            path.display(),
+            &want[..want.len().min(12)],
+            info.chat_template
+        )));
+    }
     Ok(partial.config.clone())
 }
 

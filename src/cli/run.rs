@@ -111,7 +111,12 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             // The default name never overwrites: an existing file (a committed result, an
             // earlier run) leaves this one the first free `NAME-2.json`, `NAME-3.json`, ….
             let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let path = PathBuf::from("bench/results").join(default_name(&set.name, &stem, &config));
+            // A pass size the user did not choose (the device's) is not named.
+            let mut named = config.clone();
+            if a.pass_tokens.is_none() {
+                named.levers.pass_tokens = readout::results::default_pass_tokens();
+            }
+            let path = PathBuf::from("bench/results").join(default_name(&set.name, &stem, &named));
             if a.force {
                 path
             } else {

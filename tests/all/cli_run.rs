@@ -155,6 +155,26 @@ fn resume_completes_a_partial_file_with_the_same_rows() {
     std::fs::write(&part, serde_json::to_vec(&partial).unwrap()).unwrap();
     common::validate(&part);
     let p = part.display().to_string();
+    // Resumed with another chat template, the file is refused and kept as it was.
+    let m = common::default_model().display().to_string();
+    let other = readout(&[
+        "run",
+        SET,
+        "--device",
+        "cpu",
+        "--model",
+        &m,
+        "--limit",
+        "10",
+        "--resume",
+        &p,
+        "--chat-template",
+        "llama3",
+    ]);
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(!other.status.success() && err.contains("another chat template (model"), "{err}");
+    assert!(err.contains("without --chat-template"), "{err}");
+    assert_eq!(common::validate(&part)["rows"], partial["rows"]);
     run(&["--limit", "10", "--resume", &p]);
     let resumed = common::validate(&part);
     assert_eq!(resumed["status"], "complete");
