@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _readout
 from ._readout import ReadoutError
@@ -87,7 +87,11 @@ class Judge:
     only from it with ``offline=True`` or ``HF_HUB_OFFLINE=1``); default: :func:`default_model`.
     ``device``: ``auto``, ``cpu``, ``cuda`` or ``metal``;
     ``chat_template``: a family name llama.cpp knows (``chatml``, ``gemma``, …) or a Jinja file,
-    for a model without one of its own; the rest as the CLI's options of the same names."""
+    for a model without one of its own; ``progress``: called as ``progress(file, done, total)``
+    while a hub model downloads (bytes); returning ``False`` or raising stops the download, as
+    Ctrl-C does, and the partial file is resumed next time. ``precision`` (``f32``, ``tf32``,
+    ``bf16``), ``attention`` and ``fused_kernels`` are for CUDA GPUs (a wheel built with the
+    ``cuda`` feature); the rest as the CLI's options of the same names."""
 
     def __init__(
         self,
@@ -101,6 +105,10 @@ class Judge:
         int8_activations: bool = False,
         matmul: str = "dense",
         offline: bool = False,
+        precision: str = "f32",
+        attention: str = "auto",
+        fused_kernels: str = "auto",
+        progress: Optional[Callable[[str, int, int], Optional[bool]]] = None,
     ) -> None:
         self._judge = _readout.Judge(
             None if model is None else os.fspath(model),
@@ -112,6 +120,10 @@ class Judge:
             int8_activations,
             matmul,
             offline,
+            precision,
+            attention,
+            fused_kernels,
+            progress,
         )
 
     @property

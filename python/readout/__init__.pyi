@@ -1,7 +1,7 @@
 """Typed stubs of the `readout` package (see __init__.py for what each does)."""
 
 import os
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 PathLike = Union[str, os.PathLike[str]]
 Text = Union[str, Mapping[str, Any]]
@@ -29,6 +29,10 @@ class Judge:
         int8_activations: bool = False,
         matmul: str = "dense",
         offline: bool = False,
+        precision: str = "f32",
+        attention: str = "auto",
+        fused_kernels: str = "auto",
+        progress: Optional[Callable[[str, int, int], Optional[bool]]] = None,
     ) -> None: ...
     @property
     def info(self) -> dict[str, Any]: ...

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
 use readout::device::DeviceRequest;
-use readout::engine::{Engine, KvCache, LoadOptions, MatmulPath, WeightsMode};
+use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
 use readout::evalset::EvalSet;
 use readout::hub::{resolve, HubOptions, HubSpec};
 use readout::loglik::Request;
@@ -76,7 +76,7 @@ struct Judge {
 #[pymethods]
 impl Judge {
     #[new]
-    #[pyo3(signature = (model=None, device="auto", chat_template=None, threads=None, weights="auto", kv_cache="auto", int8_activations=false, matmul="dense", offline=false))]
+    #[pyo3(signature = (model=None, device="auto", chat_template=None, threads=None, weights="auto", kv_cache="auto", int8_activations=false, matmul="dense", offline=false, precision="f32", attention="auto", fused_kernels="auto", progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -89,6 +89,10 @@ impl Judge {
         int8_activations: bool,
         matmul: &str,
         offline: bool,
+        precision: &str,
+        attention: &str,
+        fused_kernels: &str,
+        progress: Option<PyObject>,
     ) -> PyResult<Self> {
         let named = model.unwrap_or_else(|| PathBuf::from(default_model()));
         let (path, source) = match named.to_str().and_then(HubSpec::from_model_arg) {
@@ -99,8 +103,32 @@ impl Judge {
                         raise("Config", "no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME".into())
                     })?;
                 hub.offline |= offline;
-                // No progress to draw here: a download runs to its end (or its error).
-                let resolved = py.allow_threads(|| resolve(&spec, &hub, &mut |_| true)).map_err(lib_err)?;
+                // Each downloaded chunk: Ctrl-C (a pending signal) stops the download, and so does
+                // `progress(file, done, total)` returning False or raising; the partial file stays
+                // for the next call to resume.
+                let mut failure: Option<PyErr> = None;
+                let resolved = py.allow_threads(|| {
+                    resolve(&spec, &hub, &mut |p| {
+                        Python::with_gil(|py| {
+                            let go = py.check_signals().and_then(|()| match &progress {
+                                Some(f) => {
+                                    let r = f.call1(py, (p.file, p.done, p.total))?;
+                                    let r = r.bind(py);
+                                    Ok(r.is_none() || r.is_truthy()?)
+                                }
+                                None => Ok(true),
+                            });
+                            go.unwrap_or_else(|e| {
+                                failure = Some(e);
+                                false
+                            })
+                        })
+                    })
+                });
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                let resolved = resolved.map_err(lib_err)?;
                 (resolved.path, Some(resolved.source))
             }
             None => (named, None),
@@ -111,9 +139,11 @@ impl Judge {
             weights: parse::<WeightsMode>(weights)?,
             int8_activations,
             kv_cache: parse::<KvCache>(kv_cache)?,
+            precision: parse::<Precision>(precision)?,
+            attention: parse::<AttentionPath>(attention)?,
+            fused_kernels: parse::<FusedKernels>(fused_kernels)?,
             threads,
             chat_template: chat_template.map(parse::<TemplateSource>).transpose()?,
-            ..LoadOptions::default()
         };
         let t0 = Instant::now();
         let mut engine = py.allow_threads(|| Engine::load(&path, &opts)).map_err(lib_err)?;

@@ -120,3 +120,41 @@ def test_hub_errors_carry_the_library_s_kind(hub):
     with pytest.raises(readout.ReadoutError) as bad:
         readout.Judge("hf:not a repo", "cpu")
     assert bad.value.kind and "hf:" in str(bad.value)
+
+
+def test_download_progress_is_reported_and_a_false_from_it_stops_the_download(hub, judge, tmp_path):
+    spec = f"hf:{REPO}:{FILE}"
+    size = len(Hub.data)
+    # Stopped once a megabyte has come: the library's HubStopped, the partial file kept.
+    with pytest.raises(readout.ReadoutError) as stopped:
+        readout.Judge(spec, "cpu", progress=lambda file, done, total: done < 1 << 20)
+    assert stopped.value.kind == "HubStopped", stopped.value
+    parts = list((tmp_path / "hub").rglob("*.part"))
+    assert parts and 0 < parts[0].stat().st_size < size
+    # Resumed with a callback that watches: the file's name and byte counts up to its size.
+    seen = []
+    pulled = readout.Judge(spec, "cpu", progress=lambda file, done, total: seen.append((file, done, total)))
+    assert seen and all(f == FILE for f, _, _ in seen)
+    assert seen[-1][1] == seen[-1][2] <= size
+    assert [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)
+    assert list((tmp_path / "hub").rglob(FILE))[0].read_bytes() == Hub.data
+    assert pulled.score([TEXT], RUBRIC) == judge.score([TEXT], RUBRIC)
+
+
+def test_an_exception_in_the_progress_callback_stops_the_download_and_is_raised(hub):
+    def boom(file, done, total):
+        raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        readout.Judge(f"hf:{REPO}:{FILE}", "cpu", progress=boom)
+
+
+def test_gpu_options_are_checked_on_the_cpu(judge):
+    # The defaults load anywhere; a CUDA-only choice on the CPU is refused with the library's reason.
+    assert readout.Judge(MODEL, "cpu", precision="f32", attention="auto", fused_kernels="auto").info["fused_kernels"] == "off"
+    with pytest.raises(readout.ReadoutError) as bad:
+        readout.Judge(MODEL, "cpu", precision="tf32")
+    assert bad.value.kind == "Config" and "tf32" in str(bad.value)
+    with pytest.raises(readout.ReadoutError) as unknown:
+        readout.Judge(MODEL, "cpu", fused_kernels="sometimes")
+    assert unknown.value.kind == "Config"
