@@ -77,7 +77,11 @@ fn read_json_lines(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
     Ok(out)
 }
 
-fn read_csv(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
+fn read_csv(mut reader: impl Read, source: &Path) -> Result<Vec<Text>> {
+    // Read whole: a quote left open makes the reader take the rest of the input as one field,
+    // which only the raw bytes of the last record can tell.
+    let mut raw = Vec::new();
+    reader.read_to_end(&mut raw).map_err(|e| Error::io(source, e))?;
     let bad = |line: u64, field: &str, reason: String| Error::BadInput {
         path: source.to_path_buf(),
         line: line as usize,
@@ -95,7 +99,7 @@ fn read_csv(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
         };
         bad(line, "(csv)", reason)
     };
-    let mut csv = csv::ReaderBuilder::new().has_headers(true).from_reader(reader);
+    let mut csv = csv::ReaderBuilder::new().has_headers(true).from_reader(raw.as_slice());
     let header = csv.headers().map_err(from_csv)?.clone();
     let name = |h: &str| h.trim_start_matches('\u{feff}').trim().to_ascii_lowercase();
     let column = |want: &str| header.iter().position(|h| name(h) == want);
@@ -109,16 +113,54 @@ fn read_csv(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
     };
     let id_col = column("id");
     let mut out = Vec::new();
+    let mut last_start: Option<(u64, u64)> = None;
     for record in csv.records() {
         let record = record.map_err(from_csv)?;
         let line = record.position().map_or(0, |p| p.line());
+        last_start = record.position().map(|p| (p.line(), p.byte()));
         let Some(text) = record.get(text_col) else {
             return Err(bad(line, "text", "missing".into()));
         };
         let id = id_col.and_then(|c| record.get(c)).filter(|s| !s.is_empty()).map(String::from);
         out.push(Text { id, text: text.to_string() });
     }
+    if let Some((line, byte)) = last_start {
+        if ends_in_open_quote(raw.get(byte as usize..).unwrap_or_default()) {
+            return Err(bad(
+                line,
+                "(csv)",
+                "opens a quoted field that is never closed, so the rest of the file would be one text; add the closing `\"` (a quote inside a quoted text is written `\"\"`)".into(),
+            ));
+        }
+    }
     Ok(out)
+}
+
+/// Whether `raw` (a record's bytes to the end of the input) ends inside a quoted field, as CSV
+/// quotes them: a field that starts with `"` runs to the next `"` not doubled.
+fn ends_in_open_quote(raw: &[u8]) -> bool {
+    let (mut quoted, mut field_start, mut i) = (false, true, 0);
+    while i < raw.len() {
+        let b = raw[i];
+        if quoted {
+            if b == b'"' {
+                if raw.get(i + 1) == Some(&b'"') {
+                    i += 1;
+                } else {
+                    quoted = false;
+                }
+            }
+        } else if matches!(b, b',' | b'\n' | b'\r') {
+            field_start = true;
+            i += 1;
+            continue;
+        } else if b == b'"' && field_start {
+            quoted = true;
+        }
+        field_start = false;
+        i += 1;
+    }
+    quoted
 }
 
 #[cfg(test)]
@@ -134,6 +176,17 @@ mod tests {
             Error::BadInput { line, field, .. } => (line, field),
             other => panic!("{other}"),
         }
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_refused_where_it_opens() {
+        let (line, field) = line_of(read("text\nfirst\n\"hello, world\nsecond\n", TextsFormat::Csv).unwrap_err());
+        assert_eq!((line, field.as_str()), (3, "(csv)"));
+        // Closed quotes, doubled quotes and line breaks inside them are text.
+        let t = read("id,text\n1,\"a \"\"b\"\"\nc\"\n2,plain \"x\n", TextsFormat::Csv).unwrap();
+        assert_eq!(t.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(), ["a \"b\"\nc", "plain \"x"]);
+        assert!(!ends_in_open_quote(b"a,\"b\"\"\",c\n"));
+        assert!(ends_in_open_quote(b"a,\"b\"\",c\n"));
     }
 
     #[test]
