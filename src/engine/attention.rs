@@ -22,8 +22,10 @@ pub(crate) struct SegmentAttention {
     /// Its first token's row in the pass, and its token count.
     pub offset: usize,
     pub len: usize,
-    /// The cached prefix's keys and values, `[kv_heads, past, head_dim]` each (`None`: no past).
-    pub past: Option<(Tensor, Tensor)>,
+    /// The cached prefix's keys and values, chunk after chunk (the cache's chain, read where it
+    /// lies: no joining copy), each `[kv_heads, len, head_dim]` with its tokens' rows contiguous
+    /// (a view across heads is fine); empty: no past.
+    pub past: Vec<(Tensor, Tensor)>,
     /// The additive mask, `[len, past + len]`.
     pub mask: Tensor,
 }
@@ -43,7 +45,7 @@ pub(crate) fn tree_attention(
         candle_core::bail!("tree attention: {h} heads over {kvh} kv heads, {s} rows for the segments' tokens");
     }
     for g in &segs {
-        let past = g.past.as_ref().map_or(Ok(0), |(pk, _)| pk.dim(1))?;
+        let past = g.past.iter().map(|(pk, _)| pk.dim(1)).sum::<candle_core::Result<usize>>()?;
         if g.mask.dims() != [g.len, past + g.len] {
             candle_core::bail!(
                 "tree attention: a segment of {} tokens on {past} has a mask of {:?}",
@@ -98,9 +100,13 @@ impl CustomOp3 for TreeAttention {
         let s = l1.dims()[1];
         let mut out = vec![0f32; s * h * hd];
         for g in &self.segs {
-            let (pk, pv, past) = match &g.past {
-                Some((pk, pv)) => (values(pk)?, values(pv)?, pk.dim(1)?),
-                None => (Vec::new(), Vec::new(), 0),
+            let (pk, pv, past) = match g.past.len() {
+                0 => (Vec::new(), Vec::new(), 0),
+                _ => {
+                    let (ks, vs): (Vec<&Tensor>, Vec<&Tensor>) = g.past.iter().map(|(k, v)| (k, v)).unzip();
+                    let (pk, pv) = (Tensor::cat(&ks, 1)?, Tensor::cat(&vs, 1)?);
+                    (values(&pk)?, values(&pv)?, pk.dim(1)?)
+                }
             };
             let mask = values(&g.mask)?;
             let t = past + g.len;
@@ -180,6 +186,8 @@ mod cuda {
     /// Warps a block (the kernel's `__launch_bounds__` allow 4), query vectors a warp (`QPW`)
     /// and keys a chunk (`BC`), as in tree_attention.cu.
     const WARPS: usize = 4;
+    /// u64s a past chunk takes in the table (tree_attention.cu).
+    const CHUNK_ENTRIES: usize = 6;
     const PER_WARP: usize = 8;
     const CHUNK: usize = 32;
 
@@ -216,15 +224,41 @@ mod cuda {
     /// A contiguous f32 CUDA tensor's device address (its view's first element).
     fn address(t: &Tensor, stream: &candle_core::cuda_backend::cudarc::driver::CudaStream) -> candle_core::Result<u64> {
         let (storage, layout) = t.storage_and_layout();
-        let Storage::Cuda(cs) = &*storage else {
+        if !layout.is_contiguous() {
+            candle_core::bail!("tree attention: a mask is not contiguous")
+        }
+        cuda_address(&storage, layout.start_offset(), stream)
+    }
+
+    fn cuda_address(
+        storage: &Storage,
+        start: usize,
+        stream: &candle_core::cuda_backend::cudarc::driver::CudaStream,
+    ) -> candle_core::Result<u64> {
+        let Storage::Cuda(cs) = storage else {
             candle_core::bail!("tree attention: a tensor is not on the CUDA device")
-        };
-        let Some((start, _)) = layout.contiguous_offsets() else {
-            candle_core::bail!("tree attention: a cached tensor is not contiguous")
         };
         let slice = cs.as_cuda_slice::<f32>()?;
         let (ptr, _sync) = slice.device_ptr(stream);
         Ok(ptr + (start * 4) as u64)
+    }
+
+    /// A cached chunk `[kv_heads, len, hd]` as the kernel reads it in place: the address of its
+    /// first element and the stride between heads (elements); `None` when its layout is not
+    /// rows of `hd` contiguous floats at 16-byte boundaries (the caller copies it then).
+    fn chunk_view(
+        t: &Tensor,
+        hd: usize,
+        stream: &candle_core::cuda_backend::cudarc::driver::CudaStream,
+    ) -> candle_core::Result<Option<(u64, u64)>> {
+        let (storage, layout) = t.storage_and_layout();
+        let (dims, stride) = (layout.dims(), layout.stride());
+        if dims.len() != 3 || dims[2] != hd || stride[2] != 1 || (dims[1] > 1 && stride[1] != hd) || stride[0] % 4 != 0
+        {
+            return Ok(None);
+        }
+        let ptr = cuda_address(&storage, layout.start_offset(), stream)?;
+        Ok((ptr % 16 == 0).then_some((ptr, stride[0] as u64)))
     }
 
     /// A contiguous f32 input of the op as a view, checked to start on a 16-byte boundary.
@@ -255,22 +289,40 @@ mod cuda {
             candle_core::bail!("tree attention: head_dim {hd} (the kernel takes multiples of 4 up to {MAX_HEAD_DIM})");
         }
         let (q, k, v) = (view(s1, l1)?, view(s2, l2)?, view(s3, l3)?);
-        // The segments' table, then each tile's segment and first query vector (layout in
-        // tree_attention.cu). The cached tensors live in the op (the caller's), which outlives
-        // the launch; their memory is freed, if at all, in stream order after it.
+        // The segments' table, each tile's segment and first query vector, then the past chunks
+        // (layout in tree_attention.cu). The cached tensors live in the op (the caller's), which
+        // outlives the launch; their memory is freed, if at all, in stream order after it. A
+        // chunk the kernel cannot read in place (not rows of hd floats on 16-byte boundaries) is
+        // copied, and the copy kept alive to the end of this call's stream work by `copies`.
         let group = h / kvh;
         let tile = WARPS * PER_WARP;
         let mut table: Vec<u64> = Vec::with_capacity(op.segs.len() * 6 + (s * group).div_ceil(tile) + op.segs.len());
+        let mut chunks: Vec<u64> = Vec::new();
+        let mut copies: Vec<Tensor> = Vec::new();
         for g in &op.segs {
-            let (pk, pv, past) = match &g.past {
-                Some((pk, pv)) => (address(pk, &stream)?, address(pv, &stream)?, pk.dim(1)?),
-                None => (0, 0, 0),
-            };
-            let mask = address(&g.mask, &stream)?;
-            if [pk, pv].iter().any(|p| p % 16 != 0) {
-                candle_core::bail!("tree attention: a cached tensor starts off a 16-byte boundary");
+            let first = chunks.len() / CHUNK_ENTRIES;
+            let mut past = 0usize;
+            for (pk, pv) in &g.past {
+                let len = pk.dim(1)?;
+                let mut view = |t: &Tensor| -> candle_core::Result<(u64, u64)> {
+                    if let Some(v) = chunk_view(t, hd, &stream)? {
+                        return Ok(v);
+                    }
+                    let c = t.contiguous()?;
+                    let v = chunk_view(&c, hd, &stream)?;
+                    copies.push(c);
+                    v.ok_or_else(|| {
+                        candle_core::Error::Msg("tree attention: a cached chunk starts off a 16-byte boundary".into())
+                    })
+                };
+                let (kp, ks) = view(pk)?;
+                let (vp, vs) = view(pv)?;
+                chunks.extend([kp, vp, past as u64, len as u64, ks, vs]);
+                past += len;
             }
-            table.extend([g.offset as u64, g.len as u64, past as u64, pk, pv, mask]);
+            let mask = address(&g.mask, &stream)?;
+            let n_chunks = chunks.len() / CHUNK_ENTRIES - first;
+            table.extend([g.offset as u64, g.len as u64, past as u64, first as u64, n_chunks as u64, mask]);
         }
         let mut tiles = 0u32;
         for (i, g) in op.segs.iter().enumerate() {
@@ -279,6 +331,7 @@ mod cuda {
                 tiles += 1;
             }
         }
+        table.extend(chunks);
         // SAFETY: every element is written by the kernel (each segment's token and head by the
         // tile holding it), and a pass has at least one token.
         let out = unsafe { dev.alloc::<f32>(s * h * hd)? };
@@ -313,6 +366,8 @@ mod cuda {
         // SAFETY: the arguments match the kernel's signature; the table's addresses point into
         // tensors that stay allocated (see above).
         unsafe { b.launch(cfg) }.w()?;
+        // Copies are freed in stream order, after the kernel that reads them.
+        drop(copies);
         Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((s, h, hd))))
     }
 }
@@ -361,15 +416,21 @@ mod tests {
                 m[2 * t + p + 1] = f32::NEG_INFINITY; // the tree hides a sibling's token
             }
             let mask = Tensor::from_vec(m, (n, t), &dev)?;
-            let past = (p > 0)
-                .then(|| -> candle_core::Result<_> {
-                    Ok((Tensor::randn(0f32, 1., (kvh, p, hd), &dev)?, Tensor::randn(0f32, 1., (kvh, p, hd), &dev)?))
-                })
-                .transpose()?;
+            // A past of two chunks, the second a view across a wider tensor (as the cache keeps
+            // a unit's rows of a pass's keys).
+            let past: Vec<(Tensor, Tensor)> = if p > 0 {
+                let wide = |n: usize| Tensor::randn(0f32, 1., (kvh, n + 3, hd), &dev)?.narrow(1, 1, n);
+                vec![
+                    (Tensor::randn(0f32, 1., (kvh, 2, hd), &dev)?, Tensor::randn(0f32, 1., (kvh, 2, hd), &dev)?),
+                    (wide(p - 2)?, wide(p - 2)?),
+                ]
+            } else {
+                vec![]
+            };
             let (qs, ks, vs) = (q.narrow(1, off, n)?, k.narrow(1, off, n)?, v.narrow(1, off, n)?);
-            let (ka, va) = match &past {
-                Some((pk, pv)) => (Tensor::cat(&[pk, &ks], 1)?, Tensor::cat(&[pv, &vs], 1)?),
-                None => (ks.contiguous()?, vs.contiguous()?),
+            let (ka, va) = match past.as_slice() {
+                [(k0, v0), (k1, v1)] => (Tensor::cat(&[k0, k1, &ks], 1)?, Tensor::cat(&[v0, v1, &vs], 1)?),
+                _ => (ks.contiguous()?, vs.contiguous()?),
             };
             want.push(by_matmuls(&qs.contiguous()?, &ka, &va, &mask, h / kvh)?);
             segs.push(SegmentAttention { offset: off, len: n, past, mask });
@@ -389,7 +450,7 @@ mod tests {
         let q = Tensor::zeros((2, 3, 4), candle_core::DType::F32, &dev).unwrap();
         let kv = Tensor::zeros((1, 3, 4), candle_core::DType::F32, &dev).unwrap();
         let mask = Tensor::zeros((3, 4), candle_core::DType::F32, &dev).unwrap();
-        let segs = vec![SegmentAttention { offset: 0, len: 3, past: None, mask }];
+        let segs = vec![SegmentAttention { offset: 0, len: 3, past: vec![], mask }];
         let e = tree_attention(&q, &kv, &kv, segs).unwrap_err().to_string();
         assert!(e.contains("mask of [3, 4]"), "{e}");
     }

@@ -125,19 +125,14 @@ impl Prefix {
         Ok((cat_f32(&ks)?, cat_f32(&vs)?))
     }
 
-    /// Layer `li` of this prefix's chunks joined into one (made on first use, then kept).
     /// The keys and values of layer `li` for the whole prefix, `[kv_heads, len, head_dim]` each,
-    /// where the cache holds them: the one chunk's, or the chain's joined once and kept (as
-    /// [`Prefix::layer_then`] joins them); `None` for an empty prefix. For the attention kernel,
-    /// which reads them in place.
-    pub(crate) fn past_layer(&self, li: usize) -> candle_core::Result<Option<LayerKv>> {
-        match self.chunks.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some(one.layers[li].clone())),
-            _ => self.joined_layer(li).map(Some),
-        }
+    /// chunk after chunk, as the cache holds them (views, nothing copied); empty for an empty
+    /// prefix. For the attention kernel, which reads a chain in place.
+    pub(crate) fn layer_chunks(&self, li: usize) -> Vec<(Tensor, Tensor)> {
+        self.chunks.iter().map(|c| (c.layers[li].k.clone(), c.layers[li].v.clone())).collect()
     }
 
+    /// Layer `li` of this prefix's chunks joined into one (made on first use, then kept).
     fn joined_layer(&self, li: usize) -> candle_core::Result<LayerKv> {
         let n_layers = self.chunks.first().map_or(0, |c| c.layers.len());
         let mut layers =

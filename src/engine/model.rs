@@ -682,10 +682,9 @@ impl Transformer {
                         .iter()
                         .enumerate()
                         .map(|(gi, g)| {
-                            let past = match g.past.past_layer(li)? {
-                                Some(kv) => Some((kv.k.contiguous()?, kv.v.contiguous()?)),
-                                None => None,
-                            };
+                            // The prefix's chunks as the cache holds them: the kernel reads
+                            // the chain in place, so nothing is joined or copied per segment.
+                            let past = g.past.layer_chunks(li);
                             let mask = match (layer.local, &local_masks[gi]) {
                                 (true, Some(m)) => m.clone(),
                                 _ => g.mask.clone(),

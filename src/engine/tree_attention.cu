@@ -13,9 +13,13 @@
 // lane + 32, ...). A chunk that the mask hides from every query of the tile is skipped whole.
 //
 // table (u64): for each segment g, 6 entries at g*6: offset of its first token in the pass, its
-// token count n, its prefix length P, then device pointers to its past keys [kvh, P, hd], past
-// values [kvh, P, hd] and mask [n, P + n] (f32, contiguous; the pointers are 0 when P is 0).
-// Then one entry per tile (gridDim.x of them): segment << 32 | first query vector of the tile.
+// token count n, its prefix length P, the index of its first past chunk, its number of past
+// chunks, and a device pointer to its mask [n, P + n] (f32, contiguous). Then one entry per tile
+// (gridDim.x of them): segment << 32 | first query vector of the tile. Then the past chunks, 6
+// entries each: pointers to the chunk's keys and values [kvh, len, hd] (rows of hd contiguous
+// floats, heads kstride / vstride floats apart), the chunk's first position in the past, its
+// length, kstride, vstride. A segment's past is its chunks in order, read where the cache holds
+// them (no joined copy).
 //
 // q [h, S, hd] (already scaled), k and v [kvh, S, hd] (the pass's own), out [S, h, hd].
 // blockDim.x = 32 * warps; dynamic shared memory: attention.rs's `shared_bytes`.
@@ -50,8 +54,8 @@ __device__ __forceinline__ void tree_attention_tiled(
     const int g = (int)(tile >> 32), q0 = (int)(tile & 0xffffffffull);
     const unsigned long long* seg = table + g * 6;
     const int off = (int)seg[0], n = (int)seg[1], P = (int)seg[2];
-    const float* pk = (const float*)seg[3];
-    const float* pv = (const float*)seg[4];
+    const unsigned long long* chunks = table + n_segs * 6 + gridDim.x + seg[3] * 6;
+    const int n_chunks = (int)seg[4];
     const float* mask = (const float*)seg[5];
     const int T = P + n;
     const int nq = n * group;
@@ -110,10 +114,18 @@ __device__ __forceinline__ void tree_attention_tiled(
             const int r = idx / hd4, d4 = idx - r * hd4;
             const int cc = base + r;
             float4 kk = make_float4(0.f, 0.f, 0.f, 0.f), vv = kk;
-            if (cc < T) {
-                const long long at = cc < P ? ((long long)j * P + cc) * hd : ((long long)j * S + off + (cc - P)) * hd;
-                kk = ((const float4*)((cc < P ? pk : k) + at))[d4];
-                vv = ((const float4*)((cc < P ? pv : v) + at))[d4];
+            if (cc < P) {
+                // The chunk holding past position cc (chains are a few chunks deep).
+                int ci = 0;
+                while (ci + 1 < n_chunks && cc >= (int)chunks[(ci + 1) * 6 + 2]) ci++;
+                const unsigned long long* ch = chunks + ci * 6;
+                const long long r = cc - (long long)ch[2];
+                kk = ((const float4*)((const float*)ch[0] + (long long)j * (long long)ch[4] + r * hd))[d4];
+                vv = ((const float4*)((const float*)ch[1] + (long long)j * (long long)ch[5] + r * hd))[d4];
+            } else if (cc < T) {
+                const long long at = ((long long)j * S + off + (cc - P)) * hd;
+                kk = ((const float4*)(k + at))[d4];
+                vv = ((const float4*)(v + at))[d4];
             }
             *(float4*)(Ks + r * ldq + d4 * 4) = kk;
             *(float4*)(Vs + r * hd + d4 * 4) = vv;
