@@ -300,7 +300,11 @@ def cmd_run(args):
         "prompt_tokens": sum(len(t) for t in toks),
         "tokens_evaluated": evaluated,
         "peak_rss_bytes": peak_rss_bytes(),
-        "per_prompt": [{"id": p["id"], "letter_logits": l} for p, l in zip(prompts, logits)],
+        "per_prompt": [
+            dict({"id": p["id"], "letter_logits": l},
+                 **({"token_ids": t, "letter_token_ids": li} if args.token_ids else {}))
+            for p, l, t, li in zip(prompts, logits, toks, lids)
+        ],
     }
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
@@ -446,6 +450,8 @@ def main():
     rn.add_argument("--prompts", required=True, help="PROMPTS.jsonl")
     rn.add_argument("--threads", type=int, default=2)
     rn.add_argument("--out", required=True, help="result JSON to write")
+    rn.add_argument("--token-ids", action="store_true",
+                    help="also record each prompt's token ids and letter token ids (a fidelity check on every prompt)")
     rn.set_defaults(func=cmd_run)
 
     args = ap.parse_args()

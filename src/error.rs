@@ -16,7 +16,7 @@ pub enum Error {
     #[error("{path}: GGUF header: {field}, at byte {offset}: {problem}")]
     Gguf { path: PathBuf, field: String, offset: u64, problem: GgufProblem },
 
-    #[error("{path}: architecture `{arch}` is not supported. Readout runs `llama`, `qwen3` and `gemma3` models (GGUF or a Hugging Face directory).")]
+    #[error("{path}: architecture `{arch}` is not supported. Readout reads these (GGUF `general.architecture`, or config.json's `architectures`): llama (LlamaForCausalLM), mistral (MistralForCausalLM, run as llama), qwen2 (Qwen2ForCausalLM), qwen3 (Qwen3ForCausalLM), gemma3 (Gemma3ForCausalLM). Use a model of one of those families.")]
     UnsupportedArchitecture { path: PathBuf, arch: String },
 
     #[error("{path}: tensor `{tensor}` has type {dtype}, which Readout cannot load. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K; re-quantise the model with one of those.")]

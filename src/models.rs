@@ -79,6 +79,16 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         licence: "Gemma terms of use",
     },
     CatalogueEntry {
+        name: "Qwen2.5 Coder 1.5B Instruct (Q4_K_M)",
+        hub: "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+        file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        quantisation: "Q4_K_M",
+        architecture: "qwen2",
+        size_bytes: 1_117_320_768,
+        size_basis: "exact: the file `models/fetch qwen2.5-coder-1.5b` joins from its 22 PyPI parts (models/manifest, sha256 cc324af0…), a Q4_K_M conversion of this model; the hub repository's own file of this name was not fetched here. 1.54 B parameters, of which 0.47 B are the embedding and the head, at ≈ 5.8 bits a weight",
+        licence: "Apache-2.0",
+    },
+    CatalogueEntry {
         name: "Qwen3 1.7B (Q8_0)",
         hub: "Qwen/Qwen3-1.7B-GGUF",
         file: "Qwen3-1.7B-Q8_0.gguf",
@@ -385,7 +395,7 @@ mod tests {
         for e in CATALOGUE {
             let spec = crate::hub::HubSpec::parse(&e.spec()).unwrap();
             assert_eq!((spec.repo.as_str(), spec.file.as_deref()), (e.hub, Some(e.file)));
-            assert!(e.file.contains(e.quantisation), "{}", e.name);
+            assert!(e.file.to_lowercase().contains(&e.quantisation.to_lowercase()), "{}", e.name);
             assert!(e.size_basis.contains('×'), "{}: say how the size is known", e.name);
         }
         // The derivations the entries state, to within 5 %: parameters × bits / 8.
@@ -399,6 +409,7 @@ mod tests {
         assert!(within(size("Qwen3-4B-Q4_K_M.gguf"), 4.02e9, 5.0));
         assert!(within(size("gemma-3-4b-it-Q4_K_M.gguf"), 3.88e9, 5.1));
         assert!(within(size("gemma-3-1b-it-Q4_K_M.gguf"), 1.0e9, 6.4));
+        assert!(within(size("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"), 1.54e9, 5.8));
         // The default model's file is the one in the manifest.
         assert_eq!(size(crate::DEFAULT_MODEL_FILE), 98_362_432);
     }

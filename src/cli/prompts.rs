@@ -1,8 +1,9 @@
 //! `readout prompts`: print the exact prompts a run would score, one JSON object a line
-//! (`id`, `prompt`, `letters`), so peers (llama.cpp, PyTorch) can be fed the same text.
+//! (`id`, `prompt`, `letters`; with `--token-ids` also `token_ids`, the model's tokens of the
+//! prompt), so peers (llama.cpp, PyTorch) can be fed the same text and their tokens checked.
 
 use super::{ModelArgs, SelectArgs};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::run::prompt_texts;
@@ -14,6 +15,9 @@ pub struct PromptsArgs {
     select: SelectArgs,
     #[command(flatten)]
     model: ModelArgs,
+    /// Also print each prompt's token ids as the model's tokenizer reads it (`token_ids`).
+    #[arg(long)]
+    token_ids: bool,
 }
 
 pub fn run(a: PromptsArgs) -> Result<i32> {
@@ -25,7 +29,12 @@ pub fn run(a: PromptsArgs) -> Result<i32> {
     let engine = a.model.load()?;
     let mut out = std::io::stdout().lock();
     for p in prompt_texts(&engine, &set, &config, sel.limit)? {
-        writeln!(out, "{}", serde_json::to_string(&p)?)?;
+        let mut line = serde_json::to_value(&p)?;
+        if a.token_ids {
+            let ids = engine.tokenizer().encode(&p.prompt).with_context(|| format!("tokenizing prompt {}", p.id))?;
+            line["token_ids"] = serde_json::json!(ids);
+        }
+        writeln!(out, "{}", serde_json::to_string(&line)?)?;
     }
     Ok(0)
 }

@@ -1,8 +1,11 @@
 //! The shape of a transformer, read from GGUF metadata or a Hugging Face `config.json`.
-//! The supported families (`llama`, `qwen3`, `gemma3`) share one decoder; `llama` and `qwen3`
-//! differ in the per-head q/k norms and in how RoPE pairs dimensions; `gemma3` adds what
-//! [`Gemma`] describes (sliding-window layers, norms after attention and MLP, a GELU MLP, a
-//! scaled embedding).
+//! The supported families (`llama`, `qwen2`, `qwen3`, `gemma3`) share one decoder; `llama`
+//! and `qwen3` differ in the per-head q/k norms and in how RoPE pairs dimensions; `qwen2` is
+//! `qwen3` without the q/k norms and with biases on the q, k and v projections; `gemma3` adds
+//! what [`Gemma`] describes (sliding-window layers, norms after attention and MLP, a GELU MLP, a
+//! scaled embedding). Llama-family variants that differ only in metadata load as `llama`:
+//! `mistral` (the same graph), Llama 3.x with `llama3` RoPE scaling (per-frequency divisors,
+//! [`ModelConfig::rope_factors`]).
 
 use serde::Serialize;
 
@@ -16,6 +19,7 @@ pub const MAX_CONTEXT: usize = 1 << 20;
 #[serde(rename_all = "lowercase")]
 pub enum Architecture {
     Llama,
+    Qwen2,
     Qwen3,
     Gemma3,
 }
@@ -24,16 +28,28 @@ impl Architecture {
     /// Parse the names GGUF and `config.json` use.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
-            "llama" | "LlamaForCausalLM" => Some(Self::Llama),
+            "llama" | "LlamaForCausalLM" | "mistral" | "MistralForCausalLM" => Some(Self::Llama),
+            "qwen2" | "Qwen2ForCausalLM" => Some(Self::Qwen2),
             "qwen3" | "Qwen3ForCausalLM" => Some(Self::Qwen3),
             "gemma3" | "Gemma3ForCausalLM" | "gemma3_text" => Some(Self::Gemma3),
             _ => None,
         }
     }
 
+    /// Whether the q, k and v projections carry biases (`qwen2`).
+    pub fn has_qkv_bias(&self) -> bool {
+        matches!(self, Self::Qwen2)
+    }
+
+    /// Whether each head's q and k pass through an RMSNorm before RoPE.
+    pub fn has_qk_norms(&self) -> bool {
+        matches!(self, Self::Qwen3 | Self::Gemma3)
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Llama => "llama",
+            Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
             Self::Gemma3 => "gemma3",
         }
@@ -67,6 +83,12 @@ pub struct ModelConfig {
     pub context_length: usize,
     pub tie_embeddings: bool,
     pub rope_style: RopeStyle,
+    /// Per-frequency divisors of RoPE's inverse frequencies (`head_dim / 2` of them): Llama 3.x's
+    /// `llama3` scaling, as llama.cpp stores it (the `rope_freqs.weight` tensor) and as
+    /// transformers computes it from `rope_scaling`; `None` when the frequencies are unscaled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub rope_factors: Option<Vec<f32>>,
     /// What Gemma 3 adds to the decoder; `None` for `llama` and `qwen3`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
@@ -163,6 +185,19 @@ impl ModelConfig {
         if !self.head_dim.is_multiple_of(2) {
             return Err(format!("head_dim {} is odd; RoPE needs pairs", self.head_dim));
         }
+        if let Some(f) = &self.rope_factors {
+            if f.len() != self.head_dim / 2 {
+                return Err(format!(
+                    "{} RoPE frequency factors are given for a head of {} dimensions (want {})",
+                    f.len(),
+                    self.head_dim,
+                    self.head_dim / 2
+                ));
+            }
+            if let Some(bad) = f.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
+                return Err(format!("a RoPE frequency factor is {bad}; each must be a positive number"));
+            }
+        }
         if let Some(g) = &self.gemma {
             if g.sliding_window == 0 {
                 return Err("the sliding window is 0 tokens; a local layer must see at least its own token".into());
@@ -200,9 +235,11 @@ impl ModelConfig {
         let (qk_norms, post_norms) = match self.architecture {
             Architecture::Qwen3 => (2 * self.head_dim as u64, 0),
             Architecture::Gemma3 => (2 * self.head_dim as u64, 2 * d),
-            Architecture::Llama => (0, 0),
+            Architecture::Llama | Architecture::Qwen2 => (0, 0),
         };
-        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms + post_norms;
+        // Qwen2's biases on q, k and v.
+        let biases = if self.architecture.has_qkv_bias() { q + 2 * kv } else { 0 };
+        let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms + post_norms + biases;
         let emb = self.vocab_size as u64 * d;
         let head = if self.tie_embeddings { 0 } else { emb };
         per_layer * self.num_layers as u64 + emb + head + d
@@ -223,9 +260,13 @@ mod tests {
     }
 
     #[test]
-    fn names_of_the_three_families() {
+    fn names_of_the_families() {
         for (name, arch) in [
             ("llama", Architecture::Llama),
+            ("mistral", Architecture::Llama),
+            ("MistralForCausalLM", Architecture::Llama),
+            ("qwen2", Architecture::Qwen2),
+            ("Qwen2ForCausalLM", Architecture::Qwen2),
             ("Qwen3ForCausalLM", Architecture::Qwen3),
             ("gemma3", Architecture::Gemma3),
             ("Gemma3ForCausalLM", Architecture::Gemma3),

@@ -88,7 +88,8 @@ fn load_gguf(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     // tensors are then views of the mapped file (checked again as they are made).
     let (_, content) = super::gguf::open(path)?;
     let mapped = map(path)?;
-    let cfg = gguf_config(&content, path)?;
+    let mut cfg = gguf_config(&content, path)?;
+    cfg.rope_factors = gguf_rope_factors(&content, &mapped[..], path)?;
     let md = &content.metadata;
     let get_str = |k: &str| md.get(k).and_then(|v| v.to_string().ok()).cloned();
     let vocab = gguf_vocab(&content, path)?;
@@ -248,8 +249,23 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
                 final_logit_softcap: get_f("final_logit_softcapping").filter(|&c| c != 0.0),
             })
         }
-        Architecture::Llama | Architecture::Qwen3 => None,
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => None,
     };
+    if arch != Architecture::Gemma3 {
+        // Llama 3.x's `llama3` scaling is the `rope_freqs.weight` tensor ([`gguf_rope_factors`]);
+        // a scaling type in the metadata is one Readout does not compute.
+        if let Some(t) = get_str(&format!("{a}.rope.scaling.type")).filter(|t| t != "none") {
+            let factor = get_f("rope.scaling.factor").unwrap_or(1.0);
+            if !(t == "linear" && factor == 1.0) {
+                return Err(Error::BadModelConfig {
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "`{a}.rope.scaling.type` is `{t}` (factor {factor}); Readout runs {a} models with unscaled RoPE or Llama 3's frequency factors (`rope_freqs.weight`)"
+                    ),
+                });
+            }
+        }
+    }
     let cfg = ModelConfig {
         architecture: arch,
         vocab_size: get_u("vocab_size").unwrap_or(n_tokens),
@@ -265,11 +281,66 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
         tie_embeddings: !has_output,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
+            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
         },
+        rope_factors: None,
         gemma,
     };
     Ok(cfg)
+}
+
+/// Llama 3's RoPE frequency factors, as llama.cpp's converter stores them: an F32 tensor
+/// `rope_freqs.weight` of `head_dim / 2` divisors (llama.cpp divides each pair's angle by its
+/// factor); `None` when the file has none. `data` is the whole file.
+fn gguf_rope_factors(content: &gguf_file::Content, data: &[u8], path: &Path) -> Result<Option<Vec<f32>>> {
+    const NAME: &str = "rope_freqs.weight";
+    let Some(info) = content.tensor_infos.get(NAME) else { return Ok(None) };
+    let bad = |detail: String| Error::BadTensor { path: path.to_path_buf(), tensor: NAME.into(), detail };
+    if info.ggml_dtype != candle_core::quantized::GgmlDType::F32 || info.shape.rank() != 1 {
+        return Err(bad(format!(
+            "is {:?} of shape {:?}; llama.cpp writes it as one F32 row",
+            info.ggml_dtype,
+            info.shape.dims()
+        )));
+    }
+    let n = info.shape.elem_count();
+    let start = usize::try_from(content.tensor_data_offset + info.offset).unwrap_or(usize::MAX);
+    let bytes = start
+        .checked_add(4 * n)
+        .and_then(|end| data.get(start..end))
+        .ok_or_else(|| bad("lies past the end of the file; the file is cut short".into()))?;
+    Ok(Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
+}
+
+/// Llama 3's `rope_scaling` of `config.json` as per-frequency divisors, computed as llama.cpp's
+/// converter computes the `rope_freqs.weight` it writes (the same scaled frequencies as
+/// transformers' `_compute_llama3_parameters`): wavelengths shorter than
+/// `original / high_freq_factor` keep their frequency, those longer than `original /
+/// low_freq_factor` are divided by `factor`, and those between are blended smoothly.
+pub(crate) fn llama3_rope_factors(
+    theta: f32,
+    head_dim: usize,
+    factor: f64,
+    low_freq_factor: f64,
+    high_freq_factor: f64,
+    original_context: f64,
+) -> Vec<f32> {
+    let low_wavelen = original_context / low_freq_factor;
+    let high_wavelen = original_context / high_freq_factor;
+    (0..head_dim / 2)
+        .map(|i| {
+            let freq = 1.0 / (theta as f64).powf(2.0 * i as f64 / head_dim as f64);
+            let wavelen = 2.0 * std::f64::consts::PI / freq;
+            if wavelen < high_wavelen {
+                1.0
+            } else if wavelen > low_wavelen {
+                factor as f32
+            } else {
+                let smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                (1.0 / ((1.0 - smooth) / factor + smooth)) as f32
+            }
+        })
+        .collect()
 }
 
 /// What a model says about itself without its weights being read.
@@ -303,17 +374,19 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
     }
     let (file, content) = super::gguf::open(path)?;
     let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    gguf_metadata(&content, path, file_bytes)
+    let mapped = map(path)?;
+    gguf_metadata(&content, &mapped[..], path, file_bytes)
 }
 
 /// [`read_metadata`] of GGUF bytes; `path` names the source in errors.
 pub(crate) fn read_metadata_bytes(bytes: &[u8], path: &Path) -> Result<Metadata> {
     let content = super::gguf::parse(bytes, path)?;
-    gguf_metadata(&content, path, bytes.len() as u64)
+    gguf_metadata(&content, bytes, path, bytes.len() as u64)
 }
 
-fn gguf_metadata(content: &gguf_file::Content, path: &Path, file_bytes: u64) -> Result<Metadata> {
-    let config = gguf_config(content, path)?;
+fn gguf_metadata(content: &gguf_file::Content, data: &[u8], path: &Path, file_bytes: u64) -> Result<Metadata> {
+    let mut config = gguf_config(content, path)?;
+    config.rope_factors = gguf_rope_factors(content, data, path)?;
     config.validate().map_err(|d| Error::BadModelConfig { path: path.to_path_buf(), detail: d })?;
     let name = content
         .metadata
@@ -472,18 +545,32 @@ fn build(
         let mut vecw = |k: &str, n: usize| -> Result<Tensor> { shift(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
         let ffn_norm = vecw(keys.ffn_norm, d)?;
-        let (q_norm, k_norm) = match cfg.architecture {
-            Architecture::Qwen3 | Architecture::Gemma3 => (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?)),
-            Architecture::Llama => (None, None),
+        let (q_norm, k_norm) = if cfg.architecture.has_qk_norms() {
+            (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?))
+        } else {
+            (None, None)
         };
         let (attn_post_norm, ffn_post_norm) = match cfg.architecture {
             Architecture::Gemma3 => (Some(vecw(keys.attn_post_norm, d)?), Some(vecw(keys.ffn_post_norm, d)?)),
-            Architecture::Llama | Architecture::Qwen3 => (None, None),
+            Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => (None, None),
+        };
+        // Qwen2's q, k and v biases, joined as the product's columns are: `[q + 2·kv]`.
+        let qkv_bias = if cfg.architecture.has_qkv_bias() {
+            let mut b = |k: &str, n: usize| -> Result<Tensor> {
+                let weight = names(i, k);
+                let name = format!("{}.bias", weight.strip_suffix(".weight").unwrap_or(&weight));
+                Ok(shaped(name, &[n])?.into_dense(device)?)
+            };
+            let parts = [b(keys.q, q)?, b(keys.k, kv)?, b(keys.v, kv)?];
+            Some(Tensor::cat(&parts, 0)?)
+        } else {
+            None
         };
         let local = cfg.gemma.as_ref().is_some_and(|g| g.local_layers[i]);
         layers.push(Layer {
             attn_norm,
             wqkv,
+            qkv_bias,
             wo,
             q_norm,
             k_norm,
@@ -495,7 +582,13 @@ fn build(
             local,
         });
     }
-    let rope_inv = Transformer::rope_frequencies(cfg.rope_theta, cfg.head_dim);
+    let mut rope_inv = Transformer::rope_frequencies(cfg.rope_theta, cfg.head_dim);
+    // Llama 3's scaling divides each pair's frequency by its factor, as llama.cpp's rope does.
+    if let Some(f) = &cfg.rope_factors {
+        for (inv, f) in rope_inv.iter_mut().zip(f) {
+            *inv /= f;
+        }
+    }
     let rope_local_inv = cfg.gemma.as_ref().map(|g| Transformer::rope_frequencies(g.rope_local_theta, cfg.head_dim));
     Ok(Transformer {
         cfg: cfg.clone(),
@@ -564,6 +657,42 @@ struct HfConfig {
     attn_logit_softcapping: Option<f32>,
     #[serde(default)]
     hidden_activation: Option<String>,
+    /// Qwen2's sliding window switch (off in every released Qwen2 and Qwen2.5 checkpoint).
+    #[serde(default)]
+    use_sliding_window: Option<bool>,
+}
+
+/// The RoPE scaling of a llama-family `config.json` (`rope_scaling`, or newer transformers'
+/// `rope_parameters`) as per-frequency divisors: `None` for unscaled RoPE, Llama 3's factors for
+/// `llama3`; any other kind is refused by name.
+fn hf_rope_factors(hf: &HfConfig, theta: f32, head_dim: usize, cfg_path: &Path) -> Result<Option<Vec<f32>>> {
+    let bad = |detail: String| Error::BadModelConfig { path: cfg_path.to_path_buf(), detail };
+    let Some(v) = hf.rope_scaling.as_ref().or(hf.rope_parameters.as_ref()).filter(|v| v.is_object()) else {
+        return Ok(None);
+    };
+    let kind = v.get("rope_type").or_else(|| v.get("type")).and_then(|t| t.as_str()).unwrap_or("default");
+    let num = |k: &str| v.get(k).and_then(|x| x.as_f64());
+    match kind {
+        "default" => Ok(None),
+        "linear" if num("factor") == Some(1.0) => Ok(None),
+        "llama3" => {
+            let (Some(factor), Some(low), Some(high), Some(original)) = (
+                num("factor"),
+                num("low_freq_factor"),
+                num("high_freq_factor"),
+                num("original_max_position_embeddings"),
+            ) else {
+                return Err(bad("`rope_scaling` is llama3 without all of `factor`, `low_freq_factor`, `high_freq_factor` and `original_max_position_embeddings`; get a complete config.json".into()));
+            };
+            if !(factor > 0.0 && low > 0.0 && high > low && original > 0.0) {
+                return Err(bad(format!("`rope_scaling` is llama3 with factor {factor}, low_freq_factor {low}, high_freq_factor {high}, original_max_position_embeddings {original}: each must be positive and high_freq_factor above low_freq_factor")));
+            }
+            Ok(Some(llama3_rope_factors(theta, head_dim, factor, low, high, original)))
+        }
+        other => Err(bad(format!(
+            "the RoPE scaling is of type `{other}`; Readout runs llama-family models with unscaled RoPE or Llama 3's `llama3` scaling"
+        ))),
+    }
 }
 
 /// `√hidden` rounded to `dtype` (`bfloat16`, `float16`, else f32), as transformers' Gemma 3
@@ -674,8 +803,14 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let dtype = hf.torch_dtype.clone().or(hf.dtype.clone()).unwrap_or_else(|| "float32".into());
     let gemma = match arch {
         Architecture::Gemma3 => Some(hf_gemma(&hf, &dtype, &cfg_path)?),
-        Architecture::Llama | Architecture::Qwen3 => None,
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => None,
     };
+    if arch == Architecture::Qwen2 && hf.use_sliding_window == Some(true) {
+        return Err(Error::BadModelConfig {
+            path: cfg_path,
+            detail: "`use_sliding_window` is true; Readout runs qwen2 models with full attention (every released Qwen2 and Qwen2.5 checkpoint has it false)".into(),
+        });
+    }
     let global_theta = hf
         .rope_parameters
         .as_ref()
@@ -683,6 +818,17 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
         .and_then(|g| g.get("rope_theta"))
         .and_then(|t| t.as_f64())
         .map(|t| t as f32);
+    let head_dim = hf.head_dim.unwrap_or(hf.hidden_size / hf.num_attention_heads.max(1));
+    let param_theta = hf.rope_parameters.as_ref().and_then(|p| p.get("rope_theta")).and_then(|t| t.as_f64());
+    let rope_theta = match (arch, gemma.is_some()) {
+        // Gemma3TextConfig's default base is 1,000,000.
+        (Architecture::Gemma3, true) => global_theta.or(hf.rope_theta).unwrap_or(1_000_000.0),
+        _ => hf.rope_theta.or(param_theta.map(|t| t as f32)).unwrap_or(10_000.0),
+    };
+    let rope_factors = match arch {
+        Architecture::Gemma3 => None,
+        _ => hf_rope_factors(&hf, rope_theta, head_dim, &cfg_path)?,
+    };
     let cfg = ModelConfig {
         architecture: arch,
         vocab_size: hf.vocab_size,
@@ -691,17 +837,20 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
         num_layers: hf.num_hidden_layers,
         num_heads: hf.num_attention_heads,
         num_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
-        head_dim: hf.head_dim.unwrap_or(hf.hidden_size / hf.num_attention_heads.max(1)),
-        rope_theta: match (arch, gemma.is_some()) {
-            // Gemma3TextConfig's default base is 1,000,000.
-            (Architecture::Gemma3, true) => global_theta.or(hf.rope_theta).unwrap_or(1_000_000.0),
-            _ => hf.rope_theta.unwrap_or(10_000.0),
-        },
+        head_dim,
+        rope_theta,
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-6),
-        context_length: hf.max_position_embeddings.unwrap_or(4096).min(32_768),
+        // Mistral's sliding window (4,096 tokens in 7B v0.1; none later): Readout runs such a
+        // model within one window, where its attention is the full attention of llama's graph.
+        context_length: hf.max_position_embeddings.unwrap_or(4096).min(32_768).min(if arch == Architecture::Llama {
+            hf.sliding_window.unwrap_or(usize::MAX)
+        } else {
+            usize::MAX
+        }),
         // Gemma 3 ties its head to the embedding unless config.json says otherwise.
         tie_embeddings: hf.tie_word_embeddings.unwrap_or(arch == Architecture::Gemma3),
         rope_style: RopeStyle::Halves,
+        rope_factors,
         gemma,
     };
     cfg.validate().map_err(|d| Error::BadModelConfig { path: cfg_path.clone(), detail: d })?;

@@ -420,6 +420,8 @@ pub(crate) struct Layer {
     pub attn_norm: Tensor,
     /// q, k and v as one product: `[rows, (heads + 2·kv heads) · head_dim]`.
     pub wqkv: Joined,
+    /// Qwen2's biases of q, k and v, added to the product: `[(heads + 2·kv heads) · head_dim]`.
+    pub qkv_bias: Option<Tensor>,
     pub wo: Linear,
     pub q_norm: Option<Tensor>,
     pub k_norm: Option<Tensor>,
@@ -814,6 +816,10 @@ impl Transformer {
         let s = xn.dim(0)?;
         let (cos, sin) = rope;
         let qkv = layer.wqkv.forward(xn)?; // [S, (heads + 2·kv heads)·hd]
+        let qkv = match &layer.qkv_bias {
+            Some(b) => qkv.broadcast_add(b)?,
+            None => qkv,
+        };
         if self.fused_steps() {
             let spec = super::fused_cuda::QkvSpec {
                 heads: h,

@@ -20,7 +20,8 @@ const CHATML: &str = "{% for message in messages %}{{ '<|im_start|>' + message['
 /// A tiny model of `arch`: 2 layers, hidden 256 (so every GGUF block type fits), byte vocabulary.
 /// A `gemma3` one has 6 layers (llama.cpp's pattern: five local, then one global), a sliding
 /// window of 4 tokens, and linear RoPE scaling of 2 on its global layer, so that every part of
-/// Gemma 3 is at work in a prompt of a few dozen tokens.
+/// Gemma 3 is at work in a prompt of a few dozen tokens. A `qwen2` one has an LM head of its own
+/// (untied), as Qwen2.5-Coder-1.5B has.
 pub fn tiny_config(arch: Architecture) -> ModelConfig {
     let mut cfg = ModelConfig {
         architecture: arch,
@@ -34,11 +35,12 @@ pub fn tiny_config(arch: Architecture) -> ModelConfig {
         rope_theta: 10_000.0,
         rms_eps: 1e-5,
         context_length: 1024,
-        tie_embeddings: true,
+        tie_embeddings: arch != Architecture::Qwen2,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
+            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
         },
+        rope_factors: None,
         gemma: None,
     };
     if arch == Architecture::Gemma3 {
@@ -67,6 +69,15 @@ pub fn tiny_gemma3_with_window(window: usize) -> ModelConfig {
     cfg
 }
 
+/// [`tiny_config`] of `llama` with Llama 3's RoPE scaling (factor 8, low and high frequency
+/// factors 1 and 4, an original context of 64 tokens, so that the tiny head's 32 frequencies fall
+/// in all three of its bands: kept, blended and divided).
+pub fn tiny_llama3() -> ModelConfig {
+    let mut cfg = tiny_config(Architecture::Llama);
+    cfg.rope_factors = Some(super::load::llama3_rope_factors(cfg.rope_theta, cfg.head_dim, 8.0, 1.0, 4.0, 64.0));
+    cfg
+}
+
 /// The public shape of a real model, by name (`qwen3-0.6b`, `smollm2-135m`), for random-weights
 /// copies at full size; `None` for an unknown name. The names are listed in [`SHAPES`].
 pub fn shape_config(name: &str) -> Option<ModelConfig> {
@@ -86,6 +97,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 40_960,
             tie_embeddings: true,
             rope_style: RopeStyle::Halves,
+            rope_factors: None,
             gemma: None,
         }),
         // HuggingFaceTB/SmolLM2-135M-Instruct, as its GGUF metadata says.
@@ -103,6 +115,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 8192,
             tie_embeddings: true,
             rope_style: RopeStyle::Interleaved,
+            rope_factors: None,
             gemma: None,
         }),
         // Qwen/Qwen3-4B config.json: the size of judge that scores about 0.80 on authored144.
@@ -120,6 +133,25 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 40_960,
             tie_embeddings: true,
             rope_style: RopeStyle::Halves,
+            rope_factors: None,
+            gemma: None,
+        }),
+        // Qwen/Qwen2.5-Coder-1.5B-Instruct, as its GGUF metadata says (an LM head of its own).
+        "qwen2.5-1.5b" => Some(ModelConfig {
+            architecture: Architecture::Qwen2,
+            vocab_size: 151_936,
+            hidden_size: 1536,
+            intermediate_size: 8960,
+            num_layers: 28,
+            num_heads: 12,
+            num_kv_heads: 2,
+            head_dim: 128,
+            rope_theta: 1_000_000.0,
+            rms_eps: 1e-6,
+            context_length: 32_768,
+            tie_embeddings: false,
+            rope_style: RopeStyle::Halves,
+            rope_factors: None,
             gemma: None,
         }),
         // google/gemma-3-270m, as its GGUF metadata says.
@@ -137,6 +169,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             context_length: 32_768,
             tie_embeddings: true,
             rope_style: RopeStyle::Halves,
+            rope_factors: None,
             gemma: Some(Gemma {
                 sliding_window: 512,
                 local_layers: Gemma::pattern(18, Gemma::PATTERN),
@@ -148,6 +181,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             }),
         }),
         "tiny-llama" => Some(tiny_config(Architecture::Llama)),
+        "tiny-qwen2" => Some(tiny_config(Architecture::Qwen2)),
         "tiny-qwen3" => Some(tiny_config(Architecture::Qwen3)),
         "tiny-gemma3" => Some(tiny_config(Architecture::Gemma3)),
         _ => None,
@@ -155,8 +189,17 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
 }
 
 /// The names [`shape_config`] knows.
-pub const SHAPES: [&str; 7] =
-    ["qwen3-0.6b", "qwen3-4b", "smollm2-135m", "gemma3-270m", "tiny-llama", "tiny-qwen3", "tiny-gemma3"];
+pub const SHAPES: [&str; 9] = [
+    "qwen3-0.6b",
+    "qwen3-4b",
+    "qwen2.5-1.5b",
+    "smollm2-135m",
+    "gemma3-270m",
+    "tiny-llama",
+    "tiny-qwen2",
+    "tiny-qwen3",
+    "tiny-gemma3",
+];
 
 /// GPT-2's byte-to-character map: the vocabulary strings of a byte-level BPE.
 pub fn byte_tokens() -> Vec<String> {
@@ -209,14 +252,21 @@ fn tensors(
     each("token_embd.weight".to_string(), t(&[cfg.vocab_size, d], 1.0)?)?;
     for i in 0..cfg.num_layers {
         let mut add = |k: &str, shape: &[usize], scale: f32, offset: f32| -> candle_core::Result<()> {
-            each(format!("blk.{i}.{k}.weight"), (t(shape, scale)? + offset as f64)?)
+            let name = if k.ends_with(".bias") { format!("blk.{i}.{k}") } else { format!("blk.{i}.{k}.weight") };
+            each(name, (t(shape, scale)? + offset as f64)?)
         };
         add("attn_norm", &[d], 0.1, 1.0)?;
         add("attn_q", &[q, d], w, 0.0)?;
         add("attn_k", &[kv, d], w, 0.0)?;
         add("attn_v", &[kv, d], w, 0.0)?;
         add("attn_output", &[d, q], w, 0.0)?;
-        if matches!(cfg.architecture, Architecture::Qwen3 | Architecture::Gemma3) {
+        if cfg.architecture.has_qkv_bias() {
+            // Biases as large as a product's typical entry, so that leaving one out shows.
+            for (k, n) in [("attn_q.bias", q), ("attn_k.bias", kv), ("attn_v.bias", kv)] {
+                add(k, &[n], 0.5, 0.0)?;
+            }
+        }
+        if cfg.architecture.has_qk_norms() {
             add("attn_q_norm", &[hd], 0.1, 1.0)?;
             add("attn_k_norm", &[hd], 0.1, 1.0)?;
         }
@@ -232,6 +282,9 @@ fn tensors(
         }
     }
     each("output_norm.weight".to_string(), (t(&[d], 0.1)? + 1.0)?)?;
+    if let Some(f) = &cfg.rope_factors {
+        each("rope_freqs.weight".to_string(), Tensor::from_vec(f.clone(), f.len(), &dev)?)?;
+    }
     if !cfg.tie_embeddings {
         each("output.weight".to_string(), t(&[cfg.vocab_size, d], 1.0)?)?;
     }
@@ -300,7 +353,7 @@ fn gguf_metadata(cfg: &ModelConfig) -> Result<Vec<(String, gguf_file::Value)>> {
     let types: Vec<Value> = (0..tokens.len()).map(|i| Value::I32(if i < 256 { 1 } else { 3 })).collect();
     let pre = match cfg.architecture {
         Architecture::Llama => "smollm",
-        Architecture::Qwen3 => "qwen2",
+        Architecture::Qwen2 | Architecture::Qwen3 => "qwen2",
         Architecture::Gemma3 => "default",
     };
     let mut md: Vec<(String, Value)> = vec![
@@ -369,6 +422,11 @@ pub fn write_hf_dir_as(
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Error::Config(format!("safetensors dtype {dtype:?} is not one of f32, f16, bf16")));
     }
+    if cfg.rope_factors.is_some() {
+        return Err(Error::Config(
+            "a Hugging Face directory states Llama 3's RoPE scaling by its parameters, not by factors; write this model as GGUF".into(),
+        ));
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let gemma = cfg.architecture == Architecture::Gemma3;
     let hf = |k: &str| -> String {
@@ -403,10 +461,13 @@ pub fn write_hf_dir_as(
         }
         let rest = k.trim_start_matches("blk.");
         let (i, name) = rest.split_once('.').unwrap_or(("0", rest));
-        let name = name.trim_end_matches(".weight");
+        let (name, kind) = match name.strip_suffix(".bias") {
+            Some(n) => (n, "bias"),
+            None => (name.trim_end_matches(".weight"), "weight"),
+        };
         let own = if gemma { gemma_map.iter().find(|(g, _)| *g == name) } else { None };
         let mapped = own.or_else(|| map.iter().find(|(g, _)| *g == name)).map(|(_, h)| *h).unwrap_or(name);
-        format!("model.layers.{i}.{mapped}.weight")
+        format!("model.layers.{i}.{mapped}.{kind}")
     };
     let mut named: HashMap<String, Tensor> = HashMap::new();
     tensors(cfg, seed, |k, t| {
@@ -418,6 +479,7 @@ pub fn write_hf_dir_as(
     candle_core::safetensors::save(&named, dir.join("model.safetensors"))?;
     let arch = match cfg.architecture {
         Architecture::Llama => "LlamaForCausalLM",
+        Architecture::Qwen2 => "Qwen2ForCausalLM",
         Architecture::Qwen3 => "Qwen3ForCausalLM",
         Architecture::Gemma3 => "Gemma3ForCausalLM",
     };

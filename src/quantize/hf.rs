@@ -65,7 +65,7 @@ fn plan(cfg: &ModelConfig) -> Vec<Planned> {
         for (hf, gguf) in BLOCK_NAMES {
             let (shape, permute_heads) = match gguf {
                 "attn_norm" | "ffn_norm" => (vec![d], None),
-                "attn_q_norm" | "attn_k_norm" if llama => continue,
+                "attn_q_norm" | "attn_k_norm" if !cfg.architecture.has_qk_norms() => continue,
                 "attn_q_norm" | "attn_k_norm" => (vec![hd], None),
                 "attn_q" => (vec![q, d], llama.then_some(cfg.num_heads)),
                 "attn_k" => (vec![kv, d], llama.then_some(cfg.num_kv_heads)),
@@ -80,6 +80,16 @@ fn plan(cfg: &ModelConfig) -> Vec<Planned> {
                 shape,
                 permute_heads,
             });
+        }
+        if cfg.architecture.has_qkv_bias() {
+            // Qwen2's biases, after the block's weights (convert_hf_to_gguf.py keeps them F32).
+            for (hf, gguf, n) in [
+                ("self_attn.q_proj", "attn_q", q),
+                ("self_attn.k_proj", "attn_k", kv),
+                ("self_attn.v_proj", "attn_v", kv),
+            ] {
+                out.push(one(&format!("blk.{i}.{gguf}.bias"), &format!("model.layers.{i}.{hf}.bias"), vec![n]));
+            }
         }
     }
     out.push(one("output_norm.weight", "model.norm.weight", vec![d]));

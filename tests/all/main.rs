@@ -12,6 +12,7 @@ mod common;
 mod crash_safety;
 mod determinism;
 mod engine;
+mod families;
 // The hub on loopback, shared with src-tauri's tests (which include it by path).
 #[path = "../fake_hub/mod.rs"]
 mod fake_hub;
