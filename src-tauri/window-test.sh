@@ -8,7 +8,8 @@
 # device and the DERIVED figures on the Models page and that the CSP is in force, has `readout
 # compare` read the app's file, finds the device and default model kept across a restart, then
 # downloads Gemma 3 270M from a hub on loopback (progress, Cancel, resume), chooses its chat
-# template (gemma) and scores the example with it.
+# template (gemma) and scores the example with it; last, downloads the real judge
+# (Qwen2.5-Coder-1.5B-Instruct) from the catalogue with one click and scores the example with it.
 # Screenshots go to src-tauri/screenshots/window-*.png.
 #
 # Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
@@ -51,13 +52,18 @@ JSON
 # download into an empty Hugging Face cache of its own.
 gemma="$repo/models/gemma-3-270m-q4_k_m.gguf"
 [ -f "$gemma" ] || { echo "Gemma 3 270M is missing: run models/fetch gemma3-270m" >&2; exit 2; }
-node ui/tests/fake-hub.mjs "$work/hub-url" "google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf=$gemma" &
+# And the real judge, Qwen2.5-Coder-1.5B-Instruct, under its catalogue entry's repository and file.
+qwen="$repo/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+[ -f "$qwen" ] || { echo "Qwen2.5-Coder-1.5B-Instruct is missing: run models/fetch qwen2.5-coder-1.5b" >&2; exit 2; }
+node ui/tests/fake-hub.mjs "$work/hub-url" "google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf=$gemma" \
+  "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf=$qwen" &
 hub_pid=$!
 trap 'kill $hub_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [ -s "$work/hub-url" ] && break; sleep 0.2; done
 [ -s "$work/hub-url" ] || { echo "the loopback hub did not start" >&2; exit 1; }
 export HF_ENDPOINT="$(cat "$work/hub-url")" HF_HUB_CACHE="$work/hf-cache" HF_TOKEN= HF_HUB_OFFLINE=
 export HUB_SPEC="google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf"
+export QWEN_SPEC="hf:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data"
 export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results" SECOND_MODEL="$second"

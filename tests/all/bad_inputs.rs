@@ -263,6 +263,11 @@ impl Micro {
         ] {
             shapes.push((format!("blk.0.{k}.weight"), s));
         }
+        if a == "qwen2" {
+            for (k, n) in [("attn_q", q), ("attn_k", kv), ("attn_v", kv)] {
+                shapes.push((format!("blk.0.{k}.bias"), vec![n]));
+            }
+        }
         shapes.push(("output_norm.weight".into(), vec![d]));
         let mut qs = Vec::new();
         for (name, mut shape) in shapes {
@@ -305,6 +310,10 @@ fn regenerate_model_corpus() {
         &Micro { drop_keys: vec!["llama.attention.head_count".into()], ..Micro::new() }.bytes(),
     );
     write("missing-tensor.gguf", &Micro { drop_tensors: vec!["blk.0.ffn_down.weight".into()], ..Micro::new() }.bytes());
+    write(
+        "qwen2-missing-bias.gguf",
+        &Micro { arch: "qwen2".into(), drop_tensors: vec!["blk.0.attn_k.bias".into()], ..Micro::new() }.bytes(),
+    );
     write(
         "wrong-tensor-shape.gguf",
         &Micro { reshape: Some(("blk.0.attn_k.weight".into(), vec![32, 32])), ..Micro::new() }.bytes(),

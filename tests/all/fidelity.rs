@@ -3,6 +3,13 @@
 //! `bench/make-fidelity-fixture-gemma3` (Gemma 3 270M, 3-shot cyclic) with llama-cpp-python; this
 //! test renders every prompt itself, with the run's own planner.
 //!
+//! Qwen2.5-Coder-1.5B-Instruct (`models/fetch qwen2.5-coder-1.5b`, the first real judge; 36 of
+//! the 432 prompts of its 3-shot cyclic run here, all of them in
+//! `bench/results/fidelity-authored144-cyclic-3shot-qwen2.5-coder-1.5b.json`, both made by
+//! `bench/judge-vs-llamacpp`): identical token ids; the F32 twin within 0.005 of llama.cpp on
+//! every letter; the Q4_K_M file on its native weights within 0.005 of Readout's own f32 path
+//! (the twin), and the same answer as llama.cpp wherever llama.cpp's top two differ by > 0.05.
+//!
 //! Gemma 3 270M: identical token ids; on its F32 twin |Δp| ≤ 0.005 on every option; on the
 //! Q4_K_M file the same answer wherever llama.cpp's top two differ by more than 0.05.
 //!
@@ -56,6 +63,15 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> f64 {
     let mut worst = 0.0f64;
     let mut decided = 0;
     let cache = readout::engine::LetterCache::default();
+    // The tokens every fixture prompt starts with (the system turn, and the shots where they are
+    // shared) are computed once, as a run's prefix tree does; each prompt's rest on top of them.
+    let common = fixture.items.iter().map(|f| &f.token_ids[..]).reduce(|a, b| {
+        let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        &a[..n]
+    });
+    let common = common.unwrap_or(&[]);
+    let common = &common[..common.len().min(fixture.items.iter().map(|f| f.token_ids.len()).min().unwrap_or(1) - 1)];
+    let shared = engine.extend(&Prefix::empty(), common).unwrap();
     for f in &fixture.items {
         let text = prompts.get(&f.id).unwrap_or_else(|| panic!("fixture prompt {} is not an authored144 prompt", f.id));
         let ids = engine.tokenizer().encode(text).unwrap();
@@ -65,7 +81,7 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> f64 {
         // The planner's check, once for the prompts that end alike, gives the same letters.
         let cached = engine.answer_tokens_cached(text, &ids, f.letter_token_ids.len(), &cache).unwrap();
         assert_eq!(cached, f.letter_token_ids, "{}: cached letter token ids differ", f.id);
-        let read = engine.read(&Prefix::empty(), &[Suffix { tokens: &ids, read: &letters }]).unwrap();
+        let read = engine.read(&shared, &[Suffix { tokens: &ids[common.len()..], read: &letters }]).unwrap();
         let ours = softmax(&read[0].logits);
         let theirs = softmax(&f.letter_logits);
         for (a, b) in ours.iter().zip(&theirs) {
@@ -86,6 +102,21 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> f64 {
         fixture.items.len()
     );
     worst
+}
+
+/// Each fixture prompt's letter probabilities by this engine (the prompts as [`check`] reads
+/// them, from the empty prefix).
+fn probabilities(engine: &Engine, fixture: &str) -> Vec<Vec<f64>> {
+    let fixture: Fixture = serde_json::from_str(fixture).expect("fixture parses");
+    fixture
+        .items
+        .iter()
+        .map(|f| {
+            let read =
+                engine.read(&Prefix::empty(), &[Suffix { tokens: &f.token_ids, read: &f.letter_token_ids }]).unwrap();
+            softmax(&read[0].logits)
+        })
+        .collect()
 }
 
 #[test]
@@ -136,4 +167,43 @@ fn gemma3_q4_k_m_matches_llama_cpp_answers() {
     // its Q4_K_M runs by up to 0.086 (ours multiplies with 16-bit activations, it with 8-bit);
     // the bound is llama.cpp's own gap, rounded up.
     check(&gemma(&gemma_file()), include_str!("../fixtures/llamacpp-gemma3-270m-authored144.json"), 3, 0.1);
+}
+
+fn qwen2_file() -> std::path::PathBuf {
+    let p = common::repo().join("models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
+    assert!(
+        p.exists(),
+        "Qwen2.5-Coder-1.5B-Instruct is missing: run `models/fetch qwen2.5-coder-1.5b` ({} not found)",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn qwen2_5_coder_1_5b_matches_llama_cpp_and_its_own_f32_path() {
+    // One test, the engines one after another: the F32 twin holds 7 GB, and the tests run in
+    // parallel.
+    let dir = tempfile::tempdir().unwrap();
+    let twin = dir.path().join("qwen2.5-coder-1.5b-f32.gguf");
+    readout::quantize::quantize_gguf(&qwen2_file(), &twin, readout::quantize::QuantMode::F32).unwrap();
+    let f32_fixture = include_str!("../fixtures/llamacpp-qwen2.5-coder-1.5b-f32-authored144.json");
+    let q4_fixture = include_str!("../fixtures/llamacpp-qwen2.5-coder-1.5b-authored144.json");
+    let f32_probs = {
+        let engine = common::engine_at(&twin);
+        assert_eq!(engine.info().architecture, readout::engine::Architecture::Qwen2);
+        check(&engine, f32_fixture, 3, 0.005);
+        probabilities(&engine, q4_fixture)
+    };
+    drop(dir);
+    let engine = common::engine_at(&qwen2_file());
+    assert_eq!(engine.info().weights, readout::engine::WeightsMode::Native);
+    // The bound on |Δp| against llama.cpp's Q4_K_M run is llama.cpp's own: its 8-bit activations
+    // move its Q4_K_M probabilities from its F32 twin's by up to 0.03 on these prompts (the two
+    // fixtures); the answers must agree wherever llama.cpp's are clear.
+    check(&engine, q4_fixture, 3, 0.05);
+    for (i, (ours, f32)) in probabilities(&engine, q4_fixture).iter().zip(&f32_probs).enumerate() {
+        for (a, b) in ours.iter().zip(f32) {
+            assert!((a - b).abs() <= 0.005, "prompt {i}: native {ours:?} against Readout's f32 path {f32:?}");
+        }
+    }
 }

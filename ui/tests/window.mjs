@@ -10,6 +10,8 @@
 // beside the CLI's files; open a committed run's risk–coverage curve and position bias; see the loaded model's device and the shell's DERIVED figures on the
 // Models page; then `readout compare` reads the app's file. Throughout, the
 // Content-Security-Policy is in force and nothing the app does trips it.
+// Last, the real judge (Qwen2.5-Coder-1.5B-Instruct) is downloaded from the Models page's
+// catalogue with one click (a hub on loopback) and scores the example.
 // Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
 //
 // Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
@@ -437,6 +439,39 @@ try {
   for (const p of await driver.findElements(css('[data-testid="probability"]'))) assert.match((await p.getText()).trim(), /^\d{1,3}%$/);
   await shot('score-gemma', '[data-testid="score-results"]');
   log('the example scored with Gemma 3 270M (chat template gemma)');
+
+  // ── The real judge from the catalogue: one click downloads Qwen2.5-Coder-1.5B-Instruct (1.1 GB,
+  // from the loopback hub), and it scores the example, every text and criterion ─────────────
+  const qwenSpec = env('QWEN_SPEC');
+  await go('models');
+  await shot('models-catalogue', '[data-testid="catalogue-table"]');
+  await click(`[data-testid="pull-catalogue"][data-spec="${qwenSpec}"]`);
+  await driver.wait(
+    async () => /Downloaded qwen2\.5-coder-1\.5b-instruct-q4_k_m\.gguf into the Hugging Face cache/.test(await driver.executeScript('return document.body.textContent')),
+    600_000,
+    'the catalogue download of Qwen2.5-Coder-1.5B',
+  );
+  const qwenPath = await driver.wait(
+    () => driver.executeScript(`return [...document.querySelectorAll('[data-testid="model-row"]')].map((r) => r.dataset.path).find((p) => p.endsWith('qwen2.5-coder-1.5b-instruct-q4_k_m.gguf')) ?? null`),
+    20_000,
+    'the downloaded judge in the list',
+  );
+  await shot('models-qwen-done', '[data-testid="models-card"]');
+  await go('score');
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  await select('#score-debias', 'none');
+  await select('#score-model', qwenPath);
+  await click('[data-testid="score-button"]');
+  await visible('[data-testid="score-table"]', 300_000);
+  const qwenRows = await driver.findElements(css('[data-testid="score-table"] tbody tr'));
+  assert.equal(qwenRows.length, 3, 'three example texts scored by Qwen2.5-Coder-1.5B');
+  for (const p of await driver.findElements(css('[data-testid="probability"]'))) assert.match((await p.getText()).trim(), /^\d{1,3}%$/);
+  // The first text asks for a refund of a double charge: a working judge calls its topic billing.
+  const firstTopic = await qwenRows[0].findElement(css('[data-testid="answer-cell"] .chosen')).getText();
+  assert.equal(firstTopic.trim(), 'billing', 'the double-charge ticket is about billing');
+  await shot('score-qwen', '[data-testid="score-results"]');
+  log('the example scored with Qwen2.5-Coder-1.5B-Instruct from the catalogue');
 } catch (e) {
   failed = true;
   console.error(`FAIL ${e?.stack ?? e}`);

@@ -378,7 +378,7 @@ export function ModelsPage(props: {
         {props.models.status === 'ready' && list.length === 0 && (
           <Empty title="No models yet">
             Download one from the Hugging Face hub below (the default judge is the first of the catalogue), or add a GGUF file, or a Hugging Face folder (config.json, tokenizer.json and
-            .safetensors weights) of a llama, qwen3 or gemma3 model.
+            .safetensors weights) of a llama, mistral, qwen2, qwen3 or gemma3 model.
           </Empty>
         )}
         {list.length > 0 && (
