@@ -63,7 +63,7 @@ for _ in $(seq 100); do [ -s "$work/hub-url" ] && break; sleep 0.2; done
 [ -s "$work/hub-url" ] || { echo "the loopback hub did not start" >&2; exit 1; }
 export HF_ENDPOINT="$(cat "$work/hub-url")" HF_HUB_CACHE="$work/hf-cache" HF_TOKEN= HF_HUB_OFFLINE=
 export HUB_SPEC="google/gemma-3-270m-GGUF:gemma-3-270m-q4_k_m.gguf"
-export QWEN_SPEC="hf:Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+export QWEN_SPEC="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF:qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data"
 export APP="$app" READOUT_CLI="$cli" BENCH="$work/bench/results" SECOND_MODEL="$second"

@@ -8,6 +8,12 @@ import type { RopeStyle } from "./RopeStyle";
  */
 export type ModelConfig = { architecture: Architecture, vocab_size: number, hidden_size: number, intermediate_size: number, num_layers: number, num_heads: number, num_kv_heads: number, head_dim: number, rope_theta: number, rms_eps: number, context_length: number, tie_embeddings: boolean, rope_style: RopeStyle, 
 /**
+ * Per-frequency divisors of RoPE's inverse frequencies (`head_dim / 2` of them): Llama 3.x's
+ * `llama3` scaling, as llama.cpp stores it (the `rope_freqs.weight` tensor) and as
+ * transformers computes it from `rope_scaling`; `None` when the frequencies are unscaled.
+ */
+rope_factors?: Array<number>, 
+/**
  * What Gemma 3 adds to the decoder; `None` for `llama` and `qwen3`.
  */
 gemma?: Gemma, };
