@@ -447,7 +447,7 @@ try {
   await shot('models-catalogue', '[data-testid="catalogue-table"]');
   await click(`[data-testid="pull-catalogue"][data-spec="${qwenSpec}"]`);
   await driver.wait(
-    async () => /Downloaded qwen2\.5-coder-1\.5b-instruct-q4_k_m\.gguf into the Hugging Face cache/.test(await driver.executeScript('return document.body.textContent')),
+    async () => /Downloaded Qwen2\.5 Coder 1\.5B Instruct \(Q4_K_M\) into the Hugging Face cache/.test(await driver.executeScript('return document.body.textContent')),
     600_000,
     'the catalogue download of Qwen2.5-Coder-1.5B',
   );
