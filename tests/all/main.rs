@@ -13,6 +13,7 @@ mod crash_safety;
 mod determinism;
 mod engine;
 mod families;
+mod fetch;
 // The hub on loopback, shared with src-tauri's tests (which include it by path).
 #[path = "../fake_hub/mod.rs"]
 mod fake_hub;
