@@ -36,8 +36,9 @@ fn relative_error(a: &[f32], reference: &[f32]) -> f32 {
 #[test]
 fn hf_directory_quantizes_to_a_gguf_with_the_same_logits() {
     let dir = tempfile::tempdir().unwrap();
-    // Llama with an untied head (its q/k rows are permuted for llama.cpp's RoPE), Qwen3 tied.
-    for (arch, tied) in [(Architecture::Llama, false), (Architecture::Qwen3, true)] {
+    // Llama with an untied head (its q/k rows are permuted for llama.cpp's RoPE), Qwen3 tied,
+    // Qwen2 untied with its q/k/v biases (kept F32, as convert_hf_to_gguf.py keeps them).
+    for (arch, tied) in [(Architecture::Llama, false), (Architecture::Qwen3, true), (Architecture::Qwen2, false)] {
         let mut cfg = tiny_config(arch);
         cfg.tie_embeddings = tied;
         let hf = dir.path().join(format!("{}-hf", arch.as_str()));
@@ -49,7 +50,14 @@ fn hf_directory_quantizes_to_a_gguf_with_the_same_logits() {
             let n = quantize(&hf, &out, mode).unwrap();
             assert_eq!(
                 n,
-                1 + cfg.num_layers * if arch == Architecture::Qwen3 { 11 } else { 9 } + 1 + usize::from(!tied)
+                1 + cfg.num_layers
+                    * match arch {
+                        Architecture::Qwen3 => 11,
+                        Architecture::Qwen2 => 12,
+                        _ => 9,
+                    }
+                    + 1
+                    + usize::from(!tied)
             );
             let e = load(&out);
             assert_eq!(e.info().config.architecture, arch);
