@@ -44,6 +44,7 @@ fn fetch(models: &Path, id: &str, wheels: &Path, cache: &Path) -> Output {
         .env("PIP_NO_INDEX", "1")
         .env("PIP_FIND_LINKS", wheels)
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .env("PIP_NO_CACHE_DIR", "1")
         .env_remove("PIP_INDEX_URL")
         .output()
         .unwrap()
