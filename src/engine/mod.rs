@@ -909,7 +909,7 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
 }
 
 /// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
-/// a segment; faster on the models the README's CUDA table measures), the matmuls elsewhere;
+/// a segment; faster on the models docs/gpu.md's CUDA table measures), the matmuls elsewhere;
 /// `kernel` asked for off CUDA is refused.
 fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
     match mode {

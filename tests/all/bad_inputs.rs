@@ -1,6 +1,6 @@
 //! The bad-input corpus (`tests/bad-inputs/`): every file there is a broken eval set, rubric,
 //! texts file, model or result file, and `cases.json` says which command it is given to, which
-//! exit code it must get (README, "When something goes wrong") and what the message must say:
+//! exit code it must get (docs/troubleshooting.md) and what the message must say:
 //! the file, the line / field / tensor, and what to do. Each case runs the real `readout` binary.
 //!
 //! Placeholders in a case's `args`: `{file}` (the corpus file), `{model}` (a tiny valid model

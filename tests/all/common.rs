@@ -3,7 +3,7 @@
 
 use readout::device::DeviceRequest;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn repo() -> PathBuf {
@@ -49,4 +49,48 @@ pub fn validate(path: &std::path::Path) -> serde_json::Value {
     assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
     readout::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
     doc
+}
+
+/// The device the engine tests on tiny models run on: the CPU, or the one `READOUT_TEST_DEVICE`
+/// names.
+pub fn test_device() -> DeviceRequest {
+    match std::env::var("READOUT_TEST_DEVICE") {
+        Ok(d) => d.parse().unwrap_or_else(|e| panic!("READOUT_TEST_DEVICE: {e}")),
+        Err(_) => DeviceRequest::Cpu,
+    }
+}
+
+/// A tiny random-weights model of `cfg` (seed `seed`) in `dir`: a Hugging Face directory for
+/// `hf`, else a GGUF with matrices in `format` (`f32`, `q5_0`, `q8_0`, `q4_k`, `q6_k`).
+pub fn write_tiny(cfg: &readout::engine::ModelConfig, format: &str, dir: &Path, name: &str, seed: u64) -> PathBuf {
+    use candle_core::quantized::GgmlDType;
+    let path = dir.join(format!("{name}-{format}"));
+    let ty = match format {
+        "hf" => {
+            readout::engine::synthetic::write_hf_dir(&path, cfg, seed, None).unwrap();
+            return path;
+        }
+        "f32" => GgmlDType::F32,
+        "q5_0" => GgmlDType::Q5_0,
+        "q8_0" => GgmlDType::Q8_0,
+        "q4_k" => GgmlDType::Q4K,
+        "q6_k" => GgmlDType::Q6K,
+        other => panic!("no format {other}"),
+    };
+    let path = path.with_extension("gguf");
+    readout::engine::synthetic::write_gguf(&path, cfg, seed, ty).unwrap();
+    path
+}
+
+/// A model on [`test_device`] with `weights`.
+pub fn load_on_test_device(path: &Path, weights: readout::engine::WeightsMode) -> Engine {
+    Engine::load(path, &LoadOptions { device: test_device(), weights, ..Default::default() }).unwrap()
+}
+
+/// The largest |Δlogit| between two ways of computing the same logits, as a share of the
+/// largest |logit| of `b`.
+pub fn rel_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let top = b.iter().fold(1f32, |m, x| m.max(x.abs()));
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max) / top
 }

@@ -6,45 +6,19 @@
 //! several passes, native quantised weights — must give the logits of one plain forward pass
 //! over the whole sequence. They run on the CPU, or on the device `READOUT_TEST_DEVICE` names.
 
-use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
-use readout::engine::synthetic::{tiny_config, tiny_llama3, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, ModelConfig, PassOptions, Prefix, Suffix, WeightsMode};
+use readout::engine::synthetic::{tiny_config, tiny_llama3};
+use readout::engine::{Architecture, Engine, ModelConfig, PassOptions, Prefix, Suffix, WeightsMode};
 use std::path::{Path, PathBuf};
 
-fn test_device() -> DeviceRequest {
-    match std::env::var("READOUT_TEST_DEVICE") {
-        Ok(d) => d.parse().unwrap_or_else(|e| panic!("READOUT_TEST_DEVICE: {e}")),
-        Err(_) => DeviceRequest::Cpu,
-    }
-}
+use crate::common::{rel_diff, test_device};
 
 fn write(cfg: &ModelConfig, format: &str, dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(format!("{name}-{format}"));
-    let ty = match format {
-        "hf" => {
-            write_hf_dir(&path, cfg, 5, None).unwrap();
-            return path;
-        }
-        "f32" => GgmlDType::F32,
-        "q4_k" => GgmlDType::Q4K,
-        "q6_k" => GgmlDType::Q6K,
-        other => panic!("no format {other}"),
-    };
-    let path = path.with_extension("gguf");
-    write_gguf(&path, cfg, 5, ty).unwrap();
-    path
+    crate::common::write_tiny(cfg, format, dir, name, 5)
 }
 
 fn load(path: &Path, weights: WeightsMode) -> Engine {
-    Engine::load(path, &LoadOptions { device: test_device(), weights, ..Default::default() }).unwrap()
-}
-
-/// The largest |Δlogit| as a share of the largest |logit|.
-fn rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let top = b.iter().fold(1f32, |m, x| m.max(x.abs()));
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max) / top
+    crate::common::load_on_test_device(path, weights)
 }
 
 const SAME: f32 = 2e-5;

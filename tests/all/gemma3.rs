@@ -7,54 +7,23 @@
 //! one plain forward pass over the whole sequence. They run on the CPU, or on the device
 //! `READOUT_TEST_DEVICE` names.
 
-use candle_core::quantized::GgmlDType;
 use readout::device::DeviceRequest;
-use readout::engine::synthetic::{tiny_config, tiny_gemma3_with_window, write_gguf, write_hf_dir};
-use readout::engine::{Architecture, Engine, LoadOptions, ModelConfig, PassOptions, Prefix, Suffix, Unit, WeightsMode};
+use readout::engine::synthetic::{tiny_config, tiny_gemma3_with_window};
+use readout::engine::{Architecture, Engine, ModelConfig, PassOptions, Prefix, Suffix, Unit, WeightsMode};
 use std::path::{Path, PathBuf};
 
-fn test_device() -> DeviceRequest {
-    match std::env::var("READOUT_TEST_DEVICE") {
-        Ok(d) => d.parse().unwrap_or_else(|e| panic!("READOUT_TEST_DEVICE: {e}")),
-        Err(_) => DeviceRequest::Cpu,
-    }
-}
+use crate::common::{rel_diff, test_device};
 
 fn write(cfg: &ModelConfig, format: &str, dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(format!("{name}-{format}"));
-    let ty = match format {
-        "hf" => {
-            write_hf_dir(&path, cfg, 11, None).unwrap();
-            return path;
-        }
-        "f32" => GgmlDType::F32,
-        "q5_0" => GgmlDType::Q5_0,
-        "q8_0" => GgmlDType::Q8_0,
-        "q4_k" => GgmlDType::Q4K,
-        other => panic!("no format {other}"),
-    };
-    let path = path.with_extension("gguf");
-    write_gguf(&path, cfg, 11, ty).unwrap();
-    path
+    crate::common::write_tiny(cfg, format, dir, name, 11)
 }
 
 fn load(path: &Path, weights: WeightsMode) -> Engine {
-    Engine::load(path, &LoadOptions { device: test_device(), weights, ..Default::default() }).unwrap()
+    crate::common::load_on_test_device(path, weights)
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
-
-/// The largest |Δlogit| between two ways of computing the same logits, as a share of the largest
-/// |logit| (the tiny model's reach ±150: its head is its embedding, scaled by √256 on the way in).
-/// Rounding alone keeps it under 2e-6; the window's effect is a thousand times that.
-fn rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    let top = b.iter().fold(1f32, |m, x| m.max(x.abs()));
-    max_diff(a, b) / top
-}
-
+// `rel_diff`: the tiny model's logits reach ±150 (its head is its embedding, scaled by √256 on
+// the way in). Rounding alone keeps it under 2e-6; the window's effect is a thousand times that.
 const SAME: f32 = 2e-6;
 
 const TEXT: &str = "<|im_start|>user\nText:\nThe parcel came two days late and the box was crushed.\n\nQuestion: Was it damaged?\nA. Yes\nB. No<|im_end|>\n<|im_start|>assistant\n";
