@@ -15,7 +15,10 @@ export const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-export default defineConfig({
+// `vite build` is the app's bundle, without the browser mock; `vite build --mode test` is the same
+// bundle with it (src/api.ts loads it outside Tauri), written to dist-test/ for tests/run.mjs, so
+// the app never picks up a bundle with the mock in it.
+export default defineConfig(({ mode }) => ({
   // Relative asset paths: the bundle works from Tauri's custom protocol and from any folder.
   base: './',
   esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
@@ -26,11 +29,11 @@ export default defineConfig({
   envPrefix: ['VITE_', 'TAURI_ENV_'],
   build: {
     target: ['es2021', 'chrome105', 'safari15'],
-    outDir: 'dist',
+    outDir: mode === 'test' ? 'dist-test' : 'dist',
     emptyOutDir: true,
     sourcemap: false,
-    // The mock (with its bundled result-file fixtures) is a separate lazy chunk; it is only
-    // loaded when the page runs outside Tauri.
+    // In the test build the mock (with its bundled result-file fixtures) is a separate lazy
+    // chunk, loaded only when the page runs outside Tauri.
     chunkSizeWarningLimit: 700,
   },
-});
+}));

@@ -1,8 +1,8 @@
 // The one door to the backend. Every call the UI makes to the Rust shell goes through this
 // module. Inside Tauri it uses `invoke` / `Channel` from @tauri-apps/api; in a plain browser
-// (no `window.__TAURI_INTERNALS__`) it loads ./mock.ts instead, so the page runs for tests and
-// development. The command names, argument names and JSON shapes are the IPC contract:
-// see README.md.
+// (no `window.__TAURI_INTERNALS__`) a dev or test build loads ./mock.ts instead, so the page runs
+// for tests and development (a production build has no mock). The command names, argument
+// names and JSON shapes are the IPC contract: see README.md.
 import { Channel, invoke } from '@tauri-apps/api/core';
 import type { DeriveRequest } from './gen/DeriveRequest';
 import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
@@ -131,12 +131,24 @@ const tauriBackend: Backend = {
 
 export const inTauri = (): boolean => typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
 
+/**
+ * The browser stand-in (./mock.ts and its fixtures), in the dev server and the test build
+ * (`vite build --mode test`) only. Vite writes both conditions as constants, so a production
+ * build drops the import and ships none of the mock.
+ */
+const loadMock: (() => Promise<Backend>) | null =
+  import.meta.env.DEV || import.meta.env.MODE === 'test' ? () => import('./mock').then((m) => m.createMockBackend()) : null;
+
 let backend: Promise<Backend> | null = null;
 
-/** The backend in use: Tauri's, or the mock outside Tauri (loaded lazily, never in the app). */
+/** The backend in use: Tauri's, or the mock outside Tauri in a dev or test build. */
 export function getBackend(): Promise<Backend> {
   if (!backend) {
-    backend = inTauri() ? Promise.resolve(tauriBackend) : import('./mock').then((m) => m.createMockBackend());
+    backend = inTauri()
+      ? Promise.resolve(tauriBackend)
+      : loadMock
+        ? loadMock()
+        : Promise.reject(new Error('Readout runs inside its desktop app; this page has no backend in a plain browser (the browser stand-in is in `npm run dev` and the test build only).'));
   }
   return backend;
 }

@@ -1,10 +1,12 @@
-// A stand-in backend for a plain browser (tests, development). It answers every command of
-// the IPC contract with data of the real shapes (the types ts-rs generates from the Rust ones),
-// and every figure it shows was made by the Rust library, never computed here: the result files,
-// the bundled example, the models, their DERIVED figures, the metrics of runs stopped part way
-// and the comparisons are fixtures that src-tauri's `cargo test` writes into ./fixtures/ from the
-// committed bench/results files and the library (CI fails when they are stale). Only the answers
-// to texts are made up, from word overlap (deterministic): there is no model in a browser.
+// A stand-in backend for a plain browser, in the dev server and the test build only (src/api.ts
+// imports it behind `import.meta.env`, so the app's bundle holds none of it; tests/no-mock.mjs
+// checks). It answers every command of the IPC contract with data of the real shapes (the types
+// ts-rs generates from the Rust ones), and every figure it shows was made by the Rust library,
+// never computed here: the result files, the bundled example, the models, their DERIVED figures,
+// the metrics of runs stopped part way and the comparisons are fixtures that src-tauri's `cargo
+// test` writes into ./fixtures/ from the committed bench/results files and the library (CI fails
+// when they are stale). Only the answers to texts are made up, from word overlap
+// (deterministic): there is no model in a browser.
 //
 // Flags (URL query):
 //   ?slow=1          every call takes 3 s longer and a run takes ~10 s (to see "running" states)
@@ -141,6 +143,8 @@ function optionsOf(q: Rubric['questions'][string]): Opt[] {
   return Object.entries((q.criteria as Record<string, string>) ?? {}).map(([id, description]) => ({ id, description }));
 }
 
+/** The rubric checks of `load_rubric`/`save_rubric`. Their words are typed here by hand: no
+ * fixture carries the library's rubric errors (its own add ` (the format: docs/rubric.md)`). */
 function checkRubric(rubric: Rubric, file: string): void {
   const names = Object.keys(rubric.questions ?? {});
   if (!rubric.name?.trim()) throw `${file}:1: field \`name\`: must not be empty`;

@@ -1,6 +1,7 @@
-// Serves the built ui/dist with `vite preview` (under the app's Content-Security-Policy),
-// launches Debian's chromium through playwright-core, runs every test in e2e.mjs, and exits
-// non-zero when one fails. `npm test` builds first.
+// Serves the test build ui/dist-test (the app's bundle with the browser mock, `npm run
+// build:test`) with `vite preview` (under the app's Content-Security-Policy), launches Debian's
+// chromium through playwright-core, runs every test in e2e.mjs, and exits non-zero when one
+// fails. `npm test` builds first.
 //
 //   node tests/run.mjs [name-filter]
 //   CHROMIUM=/path/to/chromium node tests/run.mjs
@@ -14,8 +15,8 @@ import { tests } from './e2e.mjs';
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-if (!existsSync(join(root, 'dist', 'index.html'))) {
-  console.error('ui/dist is missing: run `npm run build` first (or `npm test`, which builds).');
+if (!existsSync(join(root, 'dist-test', 'index.html'))) {
+  console.error('ui/dist-test is missing: run `npm run build:test` first (or `npm test`, which builds).');
   process.exit(2);
 }
 if (!existsSync(executablePath)) {
@@ -26,7 +27,7 @@ if (!existsSync(executablePath)) {
 const shots = join(here, 'screenshots');
 mkdirSync(shots, { recursive: true });
 
-const server = await preview({ root, configFile: join(root, 'vite.config.ts'), logLevel: 'warn', preview: { port: 0, strictPort: false, open: false } });
+const server = await preview({ root, configFile: join(root, 'vite.config.ts'), mode: 'test', logLevel: 'warn', preview: { port: 0, strictPort: false, open: false } });
 const base = server.resolvedUrls?.local?.[0];
 if (!base) throw new Error('vite preview did not report a URL');
 

@@ -75,6 +75,14 @@ const valueLabels = (fmt: (v: number) => string): Plugin => ({
 
 const pctLabel = (v: number) => `${(v * 100).toFixed(1)}%`;
 
+/** A 0–1 axis of shares, ticked in whole percents, with its title. */
+const shareAxis = (title: string, ticks: { stepSize?: number } = {}) => ({
+  min: 0,
+  max: 1,
+  ticks: { ...ticks, callback: (v: number | string) => `${Math.round(Number(v) * 100)}%` },
+  title: { display: true, text: title },
+});
+
 export function FamilyBars(props: { families: Record<string, { balanced_accuracy: number; rows: number }>; mean: number }) {
   const names = Object.keys(props.families);
   const config = useMemo((): ChartConfiguration => ({
@@ -97,7 +105,7 @@ export function FamilyBars(props: { families: Record<string, { balanced_accuracy
       maintainAspectRatio: false,
       layout: { padding: { right: 48 } },
       scales: {
-        x: { min: 0, max: 1, ticks: { callback: (v) => `${Number(v) * 100}%` }, title: { display: true, text: 'balanced accuracy' } },
+        x: shareAxis('balanced accuracy'),
         y: { grid: { display: false } },
       },
       plugins: {
@@ -160,7 +168,7 @@ export function ReliabilityChart(props: { bins: Bin[] }) {
           grid: { display: false },
           ticks: { autoSkip: false, font: { size: 11 } },
         },
-        y: { min: 0, max: 1, ticks: { callback: (v) => `${Number(v) * 100}%` }, title: { display: true, text: 'share of answers right' } },
+        y: shareAxis('share of answers right'),
       },
       plugins: {
         legend: { position: 'bottom', labels: { boxWidth: 14 } },
@@ -195,7 +203,7 @@ export function CompareBars(props: { families: Record<string, FamilyDiff>; nameA
       maintainAspectRatio: false,
       layout: { padding: { right: 48 } },
       scales: {
-        x: { min: 0, max: 1, ticks: { callback: (v) => `${Number(v) * 100}%` }, title: { display: true, text: 'balanced accuracy (paired rows)' } },
+        x: shareAxis('balanced accuracy (paired rows)'),
         y: { grid: { display: false } },
       },
       plugins: { legend: { position: 'bottom', labels: { boxWidth: 14 } } },
@@ -283,14 +291,8 @@ export function RiskCoverageChart(props: { curve: RiskCoveragePoint[]; levels: C
       responsive: true,
       maintainAspectRatio: false,
       scales: {
-        x: {
-          type: 'linear',
-          min: 0,
-          max: 1,
-          ticks: { stepSize: 0.2, callback: (v) => `${Math.round(Number(v) * 100)}%` },
-          title: { display: true, text: 'rows answered (most confident first)' },
-        },
-        y: { min: 0, max: 1, ticks: { callback: (v) => `${Math.round(Number(v) * 100)}%` }, title: { display: true, text: 'share of those answers wrong' } },
+        x: { type: 'linear', ...shareAxis('rows answered (most confident first)', { stepSize: 0.2 }) },
+        y: shareAxis('share of those answers wrong'),
       },
       plugins: {
         legend: { display: false },
@@ -329,7 +331,7 @@ export function PositionBiasChart(props: { letters: LetterBias[] }) {
       layout: { padding: { top: 18 } },
       scales: {
         x: { grid: { display: false }, title: { display: true, text: 'answer letter (its place in the option list)' } },
-        y: { min: 0, max: 1, ticks: { callback: (v) => `${Math.round(Number(v) * 100)}%` }, title: { display: true, text: 'share of readings' } },
+        y: shareAxis('share of readings'),
       },
       plugins: {
         legend: { position: 'bottom', labels: { boxWidth: 14 } },

@@ -23,6 +23,9 @@ export interface RubricDraft {
   criteria: CriterionDraft[];
 }
 
+/** A question type in words, as the Score page shows it. */
+export const TYPE_WORDS = { choice: 'choice', noul: 'yes / no', score: 'score' } as const;
+
 let nextKey = 1;
 export const newKey = () => nextKey++;
 

@@ -1,6 +1,8 @@
 // Evaluate: run a labelled eval set through a model under one configuration.
 import { useEffect, useState } from 'preact/hooks';
 import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult } from '../api';
+import { CalibrationPicker } from '../components/CalibrationPicker';
+import { ModelSelect } from '../components/ModelSelect';
 import { ResultView } from '../components/ResultView';
 import { Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { DEBIAS, debiasHelp } from '../lib/debias';
@@ -74,15 +76,6 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
   useEffect(() => {
     void loadSets();
   }, []);
-
-  async function chooseCalibration() {
-    try {
-      const path = await pickFile('calibration');
-      if (path) setCalibration(path);
-    } catch (e) {
-      setRun({ status: 'error', message: errorMessage(e) });
-    }
-  }
 
   async function openSet() {
     try {
@@ -209,14 +202,7 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
           </label>
 
           <label for="eval-model">Model</label>
-          <select id="eval-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
-            <option value="">Default model{props.defaultModel ? ` (${props.models.find((m) => m.path === props.defaultModel)?.name ?? props.defaultModel})` : ''}</option>
-            {props.models.map((m) => (
-              <option key={m.path} value={m.path}>
-                {m.name}
-              </option>
-            ))}
-          </select>
+          <ModelSelect id="eval-model" value={model} onChange={setModel} models={props.models} defaultModel={props.defaultModel} />
 
           <span class="label">How to read the answer</span>
           <div class="segmented" role="radiogroup" aria-label="Mode">
@@ -249,23 +235,16 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
           </div>
 
           <span class="label">Temperature</span>
-          <div class="row wrap">
-            {calibration ? (
-              <span class="file-chip" data-testid="eval-calibration-chip">
-                <span class="mono small" title={calibration}>
-                  {baseName(calibration)}
-                </span>
-                <button type="button" class="link" onClick={() => setCalibration(null)}>
-                  Remove
-                </button>
-              </span>
-            ) : (
-              <button type="button" class="secondary" onClick={chooseCalibration} data-testid="eval-choose-calibration">
-                Choose a calibration file…
-              </button>
-            )}
-            <span class="muted small">optional: from <span class="mono">readout calibrate</span> on a run of this model and option order; recorded in the result file</span>
-          </div>
+          <CalibrationPicker
+            value={calibration}
+            onChange={setCalibration}
+            onError={(message) => {
+              if (message !== null) setRun({ status: 'error', message });
+            }}
+            testidPrefix="eval-"
+            more="; recorded in the result file"
+            wrap
+          />
 
           <span class="label">Speed</span>
           <label class="check">
