@@ -45,7 +45,9 @@ def _rubric_json(rubric: Union[PathLike, Mapping[str, Any]]) -> tuple[str, str]:
         return json.dumps(rubric), "<rubric dict>"
     path = Path(rubric)
     try:
-        return path.read_text(encoding="utf-8"), str(path)
+        path.read_bytes()
+        # A file is named by its path: the library reads it, and its errors name its lines.
+        return json.dumps(str(path)), str(path)
     except OSError as e:
         err = ReadoutError(f"{path}: {e.strerror or e}")
         err.kind = "Io"

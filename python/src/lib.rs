@@ -19,7 +19,7 @@ use readout::evalset::EvalSet;
 use readout::hub::{resolve, HubOptions, HubSpec};
 use readout::loglik::Request;
 use readout::results::ResultFile;
-use readout::rubric::Rubric;
+use readout::request::{Policy, ScoreJob, ScoreRequest};
 use readout::run::{Control, RunInput};
 use readout::score::Text;
 use readout::template::TemplateSource;
@@ -175,8 +175,9 @@ impl Judge {
     }
 
     /// Decide every criterion of a rubric for each text: one JSON line a text, as
-    /// `readout score --json` prints them. `texts`: (id or None, text); `rubric`: the rubric's
-    /// JSON and the name it is reported under.
+    /// `readout score --json` prints them. `texts`: (id or None, text); `rubric_json`: the
+    /// rubric object as JSON, or a JSON string naming a rubric file; `rubric_name`: the name it
+    /// is reported under.
     #[pyo3(signature = (texts, rubric_json, rubric_name, debias="none", truncate_middle=false))]
     fn score(
         &self,
@@ -187,14 +188,17 @@ impl Judge {
         debias: &str,
         truncate_middle: bool,
     ) -> PyResult<Vec<String>> {
-        let rubric = Rubric::parse(rubric_json, Path::new(rubric_name)).map_err(lib_err)?;
-        let texts: Vec<Text> = texts.into_iter().map(|(id, text)| Text { id, text }).collect();
-        let config = RunConfig::builder()
-            .debias(parse::<DebiasMode>(debias)?)
-            .truncate(if truncate_middle { Truncate::Middle } else { Truncate::None })
-            .matmul(self.engine.info().matmul)
-            .build()
-            .map_err(lib_err)?;
+        let rubric: serde_json::Value = serde_json::from_str(rubric_json)
+            .map_err(|e| ReadoutError::new_err(format!("{rubric_name}: the rubric is not JSON: {e}")))?;
+        // The one request every shell builds; its validation is the library's.
+        let request = ScoreRequest {
+            rubric: Some(rubric),
+            texts: texts.into_iter().map(|(id, text)| Text { id, text }.into()).collect(),
+            debias: Some(debias.to_string()),
+            truncate_middle,
+            ..ScoreRequest::default()
+        };
+        let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(lib_err)?;
         let results = py
             .allow_threads(|| {
                 readout::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| {

@@ -106,20 +106,21 @@ pub async fn score_texts(
     options: Option<ScoreOptions>,
     on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
-    let rubric = Rubric::parse(&rubric.to_string(), Path::new("(rubric)")).map_err(msg)?;
-    let debias: DebiasMode = debias.as_deref().unwrap_or("none").parse()?;
-    let options = options.unwrap_or_default();
-    let config = RunConfig::builder()
-        .debias(debias)
-        .calibration(calibration(options.calibration.as_deref())?)
-        .abstain_below(options.abstain_below)
-        .abstain_letter_mass(options.abstain_letter_mass)
-        .build()
-        .map_err(msg)?;
-    let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
     if texts.iter().all(|t| t.text.trim().is_empty()) {
         return Err("there is no text to score; paste one or open a file".into());
     }
+    let options = options.unwrap_or_default();
+    // The one request every shell builds; its validation is the library's.
+    let request = ScoreRequest {
+        rubric: Some(rubric),
+        texts: texts.into_iter().map(|t| Text { id: t.id, text: t.text }.into()).collect(),
+        debias,
+        abstain_below: options.abstain_below,
+        abstain_letter_mass: options.abstain_letter_mass,
+        calibration: options.calibration,
+        ..ScoreRequest::default()
+    };
+    let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(msg)?;
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     let engine = state.engine(model.as_deref())?;
@@ -137,8 +138,8 @@ pub async fn score_texts(
 
 /// The temperature of a calibration file, as the configuration takes it (the CLI's
 /// `--calibration`); the library checks it against the job's debias mode and model.
-fn calibration(path: Option<&Path>) -> Res<Option<readout::calibrate::Calibration>> {
-    path.map(|p| readout::calibrate::CalibrationFile::load(p).map(|(_, c)| c).map_err(msg)).transpose()
+fn calibration(path: Option<&Path>) -> Res<Option<readout::calibration::Calibration>> {
+    path.map(|p| readout::calibration::CalibrationFile::load(p).map(|(_, c)| c).map_err(msg)).transpose()
 }
 
 /// Texts scored so far, sent after each one.
@@ -206,7 +207,7 @@ const BUNDLED_SET: (&str, &str) = ("authored144.jsonl", include_str!("../../benc
 fn bundled_set(data_dir: &Path) -> readout::Result<PathBuf> {
     let path = data_dir.join("evalsets").join(BUNDLED_SET.0);
     if std::fs::read_to_string(&path).ok().as_deref() != Some(BUNDLED_SET.1) {
-        readout::results::write_atomic(&path, BUNDLED_SET.1.as_bytes())?;
+        readout::atomic::write(&path, BUNDLED_SET.1.as_bytes())?;
     }
     Ok(path)
 }
@@ -322,9 +323,13 @@ pub async fn run_eval(
     let checkpoint = bench.join(default_name(&set.name, &stem, &config)).with_extension("partial.json");
     let resume = match request.resume {
         Some(true) => {
-            let partial = ResultFile::load(&checkpoint)
-                .map_err(|e| format!("there is no partial run of these options to resume ({e})"))?;
-            config = readout::run::resume_config(&engine, &partial, &checkpoint).map_err(msg)?;
+            let (partial, resumed) = readout::run::resume(&engine, &checkpoint).map_err(|e| match e {
+                readout::Error::Io { .. } | readout::Error::BadFile { .. } => {
+                    format!("there is no partial run of these options to resume ({e})")
+                }
+                e => msg(e),
+            })?;
+            config = resumed;
             Some(partial)
         }
         _ => None,
@@ -337,7 +342,7 @@ pub async fn run_eval(
         let mut progress = |p: Progress| {
             let _ = on_progress.send(p);
         };
-        let every = std::time::Duration::from_secs(1);
+        let every = readout::run::CHECKPOINT_EVERY;
         let mut control = Control { progress: &mut progress, stop: &cancel, checkpoint: Some((&at, every)) };
         let input = RunInput {
             engine: &engine,

@@ -157,7 +157,7 @@ impl AppState {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
-        readout::results::write_atomic(&self.settings_path, text.as_bytes()).map_err(|e| e.to_string())?;
+        readout::atomic::write(&self.settings_path, text.as_bytes()).map_err(|e| e.to_string())?;
         if let Ok(mut cur) = self.settings.lock() {
             *cur = s;
         }

@@ -3,7 +3,8 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::calibrate::{self, CalibrationFile};
+use readout::calibrate;
+use readout::calibration::{at_range_edge, CalibrationFile, BETA_RANGE};
 use readout::results::ResultFile;
 use std::path::{Path, PathBuf};
 
@@ -54,11 +55,11 @@ fn print_summary(c: &CalibrationFile, out: &Path) {
         "temperature {:.3} fitted on {} rows ({} wrong) of {} · {} · debias {}",
         c.temperature, f.rows, f.wrong, f.eval_set, f.model, f.debias
     );
-    if calibrate::at_range_edge(c.temperature) {
+    if at_range_edge(c.temperature) {
         println!(
             "  (at the end of the range searched, T from {} to {}: the rows' probabilities say little about which answers are right)",
-            1.0 / calibrate::BETA_RANGE.1,
-            1.0 / calibrate::BETA_RANGE.0
+            1.0 / BETA_RANGE.1,
+            1.0 / BETA_RANGE.0
         );
     }
     let h = &c.held_out;

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use readout::evalset::{EvalSet, LoadOptions};
 use readout::levers::{markdown, row, variants, LeverRow};
-use readout::results::{default_name, write_atomic};
+use readout::results::default_name;
 use readout::run::{run, Control, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -94,7 +94,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
         "debias": sel.debias.as_str(),
         "rows": rows,
     });
-    write_atomic(&a.summary, &serde_json::to_vec_pretty(&summary)?)?;
+    readout::atomic::write(&a.summary, &serde_json::to_vec_pretty(&summary)?)?;
     let table = markdown(&rows);
     print!("{table}");
     if let Some(md) = &a.markdown {

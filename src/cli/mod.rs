@@ -117,9 +117,9 @@ impl SelectArgs {
 }
 
 /// The temperature of a `--calibration` file, as the configuration takes it.
-pub fn calibration(path: Option<&std::path::Path>) -> Result<Option<readout::calibrate::Calibration>> {
+pub fn calibration(path: Option<&std::path::Path>) -> Result<Option<readout::calibration::Calibration>> {
     Ok(match path {
-        Some(p) => Some(readout::calibrate::CalibrationFile::load(p)?.1),
+        Some(p) => Some(readout::calibration::CalibrationFile::load(p)?.1),
         None => None,
     })
 }
@@ -312,7 +312,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::HubChecksum { .. }
             | E::NoChatTemplate { .. },
         ) => 4,
-        Some(E::Config(_)) => 2,
+        Some(E::Config(_) | E::Request { .. }) => 2,
         Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,
         Some(E::Device { .. }) => 6,
         _ => 1,

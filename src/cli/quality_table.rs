@@ -5,7 +5,7 @@
 //! files, never typed.
 
 use anyhow::{bail, Context, Result};
-use readout::calibrate::CalibrationFile;
+use readout::calibration::CalibrationFile;
 use readout::results::{ResultFile, Status};
 use std::path::{Path, PathBuf};
 
@@ -85,7 +85,7 @@ fn line(dir: &Path, p: &Path, r: &ResultFile) -> Vec<String> {
             .calibration
             .as_ref()
             .map(|c| {
-                let edge = if readout::calibrate::at_range_edge(c.temperature) { " (range edge)" } else { "" };
+                let edge = if readout::calibration::at_range_edge(c.temperature) { " (range edge)" } else { "" };
                 format!("{:.3}{edge}", c.temperature)
             })
             .unwrap_or_else(|| "—".into()),

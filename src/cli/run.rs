@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Rewrite the partial result file at most this often while the run goes (seconds; 0: after every pass). A killed run keeps what the last rewrite held.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = readout::run::CHECKPOINT_EVERY.as_secs_f64(), value_parser = parse_seconds)]
     checkpoint_every: f64,
     /// Print the metrics as JSON at the end instead of a summary.
     #[arg(long)]
@@ -75,7 +75,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             sel.evalset.display()
         );
     }
-    let mut config = sel
+    let mut builder = sel
         .builder()?
         .mode(a.mode)
         .prompt_version(a.prompt)
@@ -83,27 +83,32 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         .prefix_tree(!a.no_prefix_tree)
         .batched_suffixes(!a.no_batch)
         .trim(!a.no_trim)
-        .pass_tokens(a.pass_tokens.unwrap_or_else(readout::results::default_pass_tokens))
         .group_units(a.group_units)
         .side_by_side(a.side_by_side)
-        .matmul(a.model.matmul)
-        .build()?;
+        .matmul(a.model.matmul);
+    if let Some(n) = a.pass_tokens {
+        builder = builder.pass_tokens(n);
+    }
+    // The device's levers (the pass size among them) are resolved in the library, as for every shell.
+    let mut config = builder.build()?;
     // The set's rows and shots are checked before the model loads: a bad input costs no load.
     readout::run::check_input(&set, &config, sel.limit)?;
-    let resume = match &a.resume {
-        Some(p) => Some(ResultFile::load(p)?),
-        None => None,
-    };
+    // A bad partial file is refused before the model loads; it is resumed once it has.
+    if let Some(p) = &a.resume {
+        ResultFile::load(p)?;
+    }
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    if a.pass_tokens.is_none() {
-        // The engine's pass size for its device (larger on a GPU), recorded in the result file.
-        config.levers.pass_tokens = engine.pass_defaults().pass_tokens;
-    }
-    if let (Some(r), Some(p)) = (&resume, &a.resume) {
-        config = readout::run::resume_config(&engine, r, p)?;
-    }
+    config = config.resolve(&engine);
+    let resume = match &a.resume {
+        Some(p) => {
+            let (partial, resumed) = readout::run::resume(&engine, p)?;
+            config = resumed;
+            Some(partial)
+        }
+        None => None,
+    };
     let out = match (&a.resume, &a.out) {
         (Some(p), _) => p.clone(),
         (None, Some(o)) => o.clone(),

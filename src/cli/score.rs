@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::debias::DebiasMode;
-use readout::rubric::Rubric;
+use readout::request::{Policy, ScoreJob, ScoreRequest};
 use readout::score::{score_texts, Abstained, Text, TextResult};
 use readout::texts::{read_texts, TextsFormat};
 use std::collections::{BTreeMap, HashSet};
@@ -37,8 +37,9 @@ pub struct ScoreArgs {
     #[arg(long, conflicts_with = "csv")]
     json: bool,
     /// Print CSV instead of a table: a header, then one row per text and criterion (index, id,
-    /// criterion, chosen, probability, margin, close, order_unstable, expected_level, abstained), in text
-    /// order, flushed as each text is decided.
+    /// text, criterion, type, chosen, probability, margin, close, order_unstable, expected_level,
+    /// letter_mass, abstained, options), in text order, flushed as each text is decided; the
+    /// app's Export CSV writes the same columns.
     #[arg(long)]
     csv: bool,
     /// Print each text the moment it is decided, in the order texts finish (the prompt tree's
@@ -77,7 +78,6 @@ pub struct ScoreArgs {
 }
 
 pub fn run(a: ScoreArgs) -> Result<i32> {
-    let rubric = Rubric::load(&a.rubric)?;
     let mut texts: Vec<Text> = a.text.iter().map(|t| Text { id: None, text: t.clone() }).collect();
     if let Some(p) = &a.texts {
         let format = a.texts_format.unwrap_or_else(|| TextsFormat::of_path(p));
@@ -92,15 +92,18 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
     if texts.is_empty() {
         bail!("no texts to score: give --text \"...\" or --texts FILE (JSON Lines or CSV; - for standard input)");
     }
-    let config = readout::config::RunConfig::builder()
-        .debias(a.debias)
-        .truncate(super::truncate(a.truncate_middle))
-        .matmul(a.model.matmul)
-        .calibration(super::calibration(a.calibration.as_deref())?)
-        .abstain_below(a.abstain_below)
-        .abstain_letter_mass(a.abstain_letter_mass)
-        .build()?;
-    readout::score::check_config(&config)?;
+    // The one request every shell builds; its validation is the library's.
+    let request = ScoreRequest {
+        rubric: Some(a.rubric.to_string_lossy().into_owned().into()),
+        texts: texts.into_iter().map(Into::into).collect(),
+        debias: Some(a.debias.as_str().into()),
+        truncate_middle: a.truncate_middle,
+        abstain_below: a.abstain_below,
+        abstain_letter_mass: a.abstain_letter_mass,
+        calibration: a.calibration.clone(),
+        ..ScoreRequest::default()
+    };
+    let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL)?;
     let mut earlier: Vec<TextResult> = Vec::new();
     let mut sink = match &a.out {
         Some(p) => {
@@ -112,7 +115,7 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
                     body.push_str(&serde_json::to_string(r)?);
                     body.push('\n');
                 }
-                readout::results::write_atomic(p, body.as_bytes())?;
+                readout::atomic::write(p, body.as_bytes())?;
             } else if p.exists() {
                 bail!("{} exists and is kept; pass --resume to complete it, or another --out", p.display());
             }
@@ -219,28 +222,12 @@ struct Printer<'a> {
     csv: Option<csv::Writer<std::io::Stdout>>,
 }
 
-/// The columns of `score --csv`.
-/// `chosen` is empty where the answer was withheld, and `abstained` says why (`confidence` or
-/// `letter_mass`, as in the JSON).
-const CSV_HEADER: [&str; 10] = [
-    "index",
-    "id",
-    "criterion",
-    "chosen",
-    "probability",
-    "margin",
-    "close",
-    "order_unstable",
-    "expected_level",
-    "abstained",
-];
-
 impl<'a> Printer<'a> {
     fn new(format: Format, texts: &'a [Text], as_finished: bool) -> Result<Printer<'a>> {
         let csv = (format == Format::Csv).then(|| csv::Writer::from_writer(std::io::stdout()));
         let mut p = Printer { format, texts, as_finished, next: 0, waiting: BTreeMap::new(), csv };
         if let Some(w) = p.csv.as_mut() {
-            w.write_record(CSV_HEADER)?;
+            w.write_record(readout::answers::CSV_HEADER)?;
             w.flush()?;
         }
         Ok(p)
@@ -280,7 +267,7 @@ impl<'a> Printer<'a> {
             }
             Format::Csv => {
                 if let Some(w) = self.csv.as_mut() {
-                    for row in csv_rows(r) {
+                    for row in readout::answers::csv_rows(r, self.texts.get(r.index)) {
                         w.write_record(&row)?;
                     }
                     w.flush()?;
@@ -294,31 +281,6 @@ impl<'a> Printer<'a> {
         }
         Ok(())
     }
-}
-
-/// A text's rows of `score --csv`, one per criterion, in [`CSV_HEADER`]'s columns.
-fn csv_rows(r: &TextResult) -> Vec<[String; 10]> {
-    r.criteria
-        .iter()
-        .map(|c| {
-            [
-                r.index.to_string(),
-                r.id.clone().unwrap_or_default(),
-                c.criterion.clone(),
-                c.chosen.clone().unwrap_or_default(),
-                c.probability.to_string(),
-                c.margin.to_string(),
-                c.close.to_string(),
-                c.order_unstable.map(|u| u.to_string()).unwrap_or_default(),
-                c.expected_level.map(|e| e.to_string()).unwrap_or_default(),
-                match c.abstained {
-                    Some(Abstained::Confidence) => "confidence".into(),
-                    Some(Abstained::LetterMass) => "letter_mass".into(),
-                    None => String::new(),
-                },
-            ]
-        })
-        .collect()
 }
 
 /// The decisions an earlier job wrote to `path`, checked against the texts (index and id).

@@ -602,7 +602,7 @@ mod tests {
 
     #[test]
     fn authored144_loads() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/authored144/authored144.jsonl"));
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/authored144/authored144.jsonl"));
         if !path.exists() {
             return;
         }

@@ -23,7 +23,8 @@ pub use crate::input::Text;
 pub const CLOSE_MARGIN: f64 = 0.10;
 
 /// One option's share of a decision.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OptionResult {
     pub id: String,
@@ -32,7 +33,8 @@ pub struct OptionResult {
 }
 
 /// Why a criterion got no answer (`score --abstain-below`, `--abstain-letter-mass`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Abstained {
@@ -44,13 +46,14 @@ pub enum Abstained {
 }
 
 /// The decision on one criterion for one text.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CriterionResult {
     pub criterion: String,
     /// The question's type: `choice`, `noul` or `score`.
     #[serde(rename = "type")]
-    #[schema(value_type = String)]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: QuestionKind,
     /// Options in the rubric's order, with probabilities.
     pub options: Vec<OptionResult>,
@@ -78,7 +81,8 @@ pub struct CriterionResult {
 }
 
 /// All decisions for one text.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TextResult {
     pub index: usize,
@@ -123,7 +127,7 @@ pub fn score_texts(
     check_config(config)?;
     let config = config.clone().resolve(engine);
     if config.calibration.is_some() {
-        crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+        crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     }
     let job = Job::from_texts(rubric, texts);
     let planned = plan::plan(engine, &job, &config)?;
@@ -165,7 +169,7 @@ pub fn score_requests(
     check_config(config)?;
     let config = config.clone().resolve(engine);
     if config.calibration.is_some() {
-        crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+        crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     }
     let none = HashSet::new();
     let mut out: Vec<Option<Result<Vec<TextResult>>>> = (0..requests.len()).map(|_| None).collect();

@@ -567,6 +567,30 @@ mod tests {
     use super::*;
     use gguf_file::Value;
 
+    #[test]
+    fn a_written_file_reads_back_like_candle_reads_it() {
+        let cfg = tiny_config(crate::engine::Architecture::Qwen3);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.gguf");
+        write_gguf(&p, &cfg, 1, GgmlDType::Q8_0).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        let ours = crate::engine::gguf::parse(&bytes, &p).unwrap();
+        let theirs = candle_core::quantized::gguf_file::Content::read(&mut std::io::Cursor::new(&bytes)).unwrap();
+        assert_eq!(ours.tensor_data_offset, theirs.tensor_data_offset);
+        assert_eq!(ours.metadata.len(), theirs.metadata.len());
+        for (k, v) in &theirs.metadata {
+            assert_eq!(format!("{v:?}"), format!("{:?}", ours.metadata[k]), "{k}");
+        }
+        assert_eq!(ours.tensor_infos.len(), theirs.tensor_infos.len());
+        for (k, t) in &theirs.tensor_infos {
+            let o = &ours.tensor_infos[k];
+            assert_eq!((o.ggml_dtype, o.shape.dims(), o.offset), (t.ggml_dtype, t.shape.dims(), t.offset), "{k}");
+        }
+        let (_, from_file) = crate::engine::gguf::open(&p).unwrap();
+        assert_eq!(from_file.tensor_infos.len(), ours.tensor_infos.len());
+    }
+
+
     /// A GGUF of metadata alone: `n` tokens named `t0`, `t1`, …, a chat template and a padding id.
     fn tokenizer_file(path: &Path, n: usize) {
         let md = [

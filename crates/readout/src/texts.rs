@@ -5,9 +5,15 @@
 //! of a bad one the same way.
 
 use crate::error::{Error, Result};
-use crate::input::Text;
 use std::io::{BufRead, Read};
 use std::path::Path;
+
+/// A text to score, with an optional id carried into its result.
+#[derive(Debug, Clone)]
+pub struct Text {
+    pub id: Option<String>,
+    pub text: String,
+}
 
 /// How a stream of texts is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

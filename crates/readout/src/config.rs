@@ -7,11 +7,9 @@
 //! them to it (`None`), and [`RunConfig::resolve`] fills them in once the engine is loaded, as
 //! the result file records them.
 
-use crate::calibrate::Calibration;
 use crate::debias::{self, DebiasMode};
-use crate::engine::{Engine, MatmulPath, PassOptions};
+use crate::engine::{DeviceProfile, Engine, MatmulPath, PassOptions};
 use crate::error::{Error, Result};
-use crate::prompt::PromptVersion;
 use crate::truncate::Truncate;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +26,87 @@ pub enum Mode {
 }
 
 option_names!(Mode, "mode", "readout or generate", { Readout => "readout", Generate => "generate" });
+
+/// The name of the default prompt layout; result files record it.
+pub const PROMPT_VERSION: &str = "readout-v1";
+
+/// The prompt layouts on offer. `readout-terse-v1` puts fewer tokens between the state and the
+/// answer letter (no "Question:"/"Options:" labels, no closing instruction), so each criterion and
+/// each ordering costs fewer tokens; the system message and the state are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(into = "&'static str", try_from = "String")]
+// Written as its name (`as_str`), which TypeScript sees as a string.
+#[cfg_attr(feature = "ts", ts(type = "string"))]
+pub enum PromptVersion {
+    #[default]
+    V1,
+    TerseV1,
+}
+
+impl PromptVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptVersion::V1 => PROMPT_VERSION,
+            PromptVersion::TerseV1 => "readout-terse-v1",
+        }
+    }
+}
+
+impl std::str::FromStr for PromptVersion {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "readout-v1" | "v1" | "default" => Ok(PromptVersion::V1),
+            "readout-terse-v1" | "terse" => Ok(PromptVersion::TerseV1),
+            other => {
+                Err(format!("unknown prompt version `{other}`; use default (readout-v1) or terse (readout-terse-v1)"))
+            }
+        }
+    }
+}
+
+impl From<PromptVersion> for &'static str {
+    fn from(v: PromptVersion) -> &'static str {
+        v.as_str()
+    }
+}
+
+impl TryFrom<String> for PromptVersion {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// The temperature a job applies: what `RunConfig::calibration` holds and the result file records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Calibration {
+    pub temperature: f64,
+    /// Hex sha256 of the calibration file's bytes.
+    pub sha256: String,
+    /// The calibration file's name, for people.
+    pub file: String,
+    /// The debias mode of the run it was fitted on; a job must use the same.
+    pub debias: DebiasMode,
+    /// Hex sha256 of the model of the run it was fitted on; a job must use the same.
+    pub model_sha256: String,
+}
+
+/// `p_i^β / Σ_j p_j^β` with `β = 1/temperature`, in log space; a zero stays zero. A vector with
+/// no positive entry comes back as it was.
+pub fn apply_temperature(probs: &[f64], temperature: f64) -> Vec<f64> {
+    let beta = 1.0 / temperature;
+    let logs: Vec<f64> = probs.iter().map(|&p| if p > 0.0 { beta * p.ln() } else { f64::NEG_INFINITY }).collect();
+    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !top.is_finite() {
+        return probs.to_vec();
+    }
+    let e: Vec<f64> = logs.iter().map(|l| (l - top).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.into_iter().map(|v| v / s).collect()
+}
 
 /// The speed levers in force.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -46,6 +125,11 @@ pub struct Levers {
     /// Most new tokens per forward pass when units of the prompt tree are batched together.
     #[serde(default = "default_pass_tokens")]
     pub pass_tokens: usize,
+    /// Whether `pass_tokens` was chosen (`--pass-tokens`, a recorded file) or is still the
+    /// device's to decide ([`RunConfig::resolve_for`]); not recorded.
+    #[serde(skip, default = "chosen")]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub pass_tokens_chosen: bool,
     /// Units of one pass on the same parent share one attention (`--group-units`; the
     /// device's default, on for a GPU, when not given). Absent in files written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +147,10 @@ pub fn default_pass_tokens() -> usize {
     DEFAULT_PASS_TOKENS
 }
 
+fn chosen() -> bool {
+    true
+}
+
 impl Default for Levers {
     fn default() -> Self {
         Levers {
@@ -72,6 +160,7 @@ impl Default for Levers {
             prune_head: false,
             matmul: MatmulPath::Dense,
             pass_tokens: DEFAULT_PASS_TOKENS,
+            pass_tokens_chosen: false,
             group_units: None,
             side_by_side: None,
         }
@@ -149,11 +238,23 @@ impl RunConfig {
 
     /// This configuration with the levers the device decides made concrete, as the result file
     /// records them, and the matmul kernels the engine was loaded with.
-    pub fn resolve(mut self, engine: &Engine) -> RunConfig {
-        self.levers.group_units = Some(self.levers.group_units.unwrap_or(engine.pass_defaults().group_units));
-        self.levers.side_by_side =
-            Some(self.levers.side_by_side.unwrap_or_else(|| engine.device().is_cpu() && engine.threads() > 1));
-        self.levers.matmul = engine.info().matmul;
+    pub fn resolve(self, engine: &Engine) -> RunConfig {
+        let mut c = self.resolve_for(&engine.profile());
+        c.levers.matmul = engine.info().matmul;
+        c
+    }
+
+    /// The one place where a device's defaults are decided, for every shell alike: the pass size
+    /// (larger on a GPU), units grouped on one parent (a GPU), two passes side by side (a CPU of
+    /// several threads). What the job chose is kept.
+    pub fn resolve_for(mut self, device: &DeviceProfile) -> RunConfig {
+        let defaults = device.pass_defaults();
+        if !self.levers.pass_tokens_chosen {
+            self.levers.pass_tokens = defaults.pass_tokens;
+            self.levers.pass_tokens_chosen = true;
+        }
+        self.levers.group_units = Some(self.levers.group_units.unwrap_or(defaults.group_units));
+        self.levers.side_by_side = Some(self.levers.side_by_side.unwrap_or(!device.gpu && device.threads > 1));
         self
     }
 
@@ -188,6 +289,13 @@ macro_rules! setters {
 }
 
 impl ConfigBuilder {
+    /// Most new tokens per forward pass; unset, the device's ([`RunConfig::resolve_for`]).
+    pub fn pass_tokens(mut self, v: usize) -> Self {
+        self.cfg.levers.pass_tokens = v;
+        self.cfg.levers.pass_tokens_chosen = true;
+        self
+    }
+
     setters! {
         /// Readout (letter logits) or generate (greedy decoding).
         mode: Mode => mode;
@@ -223,8 +331,6 @@ impl ConfigBuilder {
         prune_head: bool => levers.prune_head;
         /// The matmul kernels the model is loaded with (recorded; the engine applies them).
         matmul: MatmulPath => levers.matmul;
-        /// Most new tokens per forward pass.
-        pass_tokens: usize => levers.pass_tokens;
         /// Units on one parent share one attention (`None`: the device's default).
         group_units: Option<bool> => levers.group_units;
         /// Two passes at a time (`None`: the device's default).

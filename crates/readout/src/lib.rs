@@ -34,7 +34,10 @@ macro_rules! option_names {
 }
 
 pub mod bench;
+pub mod answers;
+pub mod atomic;
 pub mod calibrate;
+pub mod calibration;
 pub mod combine;
 pub mod config;
 pub mod debias;
@@ -57,6 +60,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod prompt;
 pub mod quantize;
+pub mod request;
 pub mod results;
 pub mod rubric;
 pub mod run;

@@ -18,123 +18,15 @@
 //! [`MIN_ROWS`] rows, or with fewer than [`MIN_ERRORS`] wrong or right rows, or fewer groups
 //! than folds.
 
-use crate::debias::DebiasMode;
+use crate::calibration::{CalibrationFile, FittedOn, HeldOut, Scores, BETA_RANGE, MIN_ERRORS, MIN_ROWS, SCHEMA, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::math::SplitMix64;
 use crate::metrics::{self, ScoredRow};
 use crate::results::{ResultFile, Status};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The schema name a calibration file carries.
-pub const SCHEMA: &str = "readout.calibration";
-/// The version of the calibration format this program writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
-/// Fewest rows a temperature is fitted on.
-pub const MIN_ROWS: usize = 50;
-/// Fewest wrong rows (and fewest right rows) a temperature is fitted on.
-pub const MIN_ERRORS: usize = 10;
-/// Held-out folds of the check.
-pub const FOLDS: usize = 5;
-/// The inverse temperatures searched: `T` from 0.05 to 20.
-pub const BETA_RANGE: (f64, f64) = (0.05, 20.0);
-
-/// The temperature a job applies: what `RunConfig::calibration` holds and the result file records.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct Calibration {
-    pub temperature: f64,
-    /// Hex sha256 of the calibration file's bytes.
-    pub sha256: String,
-    /// The calibration file's name, for people.
-    pub file: String,
-    /// The debias mode of the run it was fitted on; a job must use the same.
-    pub debias: DebiasMode,
-    /// Hex sha256 of the model of the run it was fitted on; a job must use the same.
-    pub model_sha256: String,
-}
-
-/// ECE, NLL and Brier of a set of rows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct Scores {
-    pub ece: f64,
-    pub nll: f64,
-    pub brier: f64,
-}
-
-/// The k-fold check: every row scored by the temperature fitted without its fold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct HeldOut {
-    pub folds: usize,
-    pub seed: u64,
-    /// The temperature fitted on all rows but each fold's.
-    pub fold_temperatures: Vec<f64>,
-    /// The rows as the run gave them.
-    pub before: Scores,
-    /// Each row under its fold's held-out temperature.
-    pub after: Scores,
-}
-
-/// The run a calibration was fitted on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct FittedOn {
-    /// The result file's name and sha256.
-    pub file: String,
-    pub sha256: String,
-    pub model: String,
-    pub model_sha256: String,
-    pub eval_set: String,
-    pub eval_set_sha256: String,
-    pub debias: DebiasMode,
-    pub shots: usize,
-    pub rows: usize,
-    pub wrong: usize,
-}
-
-/// A calibration file, as `readout calibrate` writes it (`schema/calibration.schema.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct CalibrationFile {
-    pub schema: String,
-    pub schema_version: u32,
-    pub created: String,
-    pub program_version: String,
-    /// `temperature` (the only method).
-    pub method: String,
-    /// Fitted on all rows.
-    pub temperature: f64,
-    pub fitted_on: FittedOn,
-    pub held_out: HeldOut,
-    /// Rows with all rows' temperature applied (in-sample; `held_out` is the honest check).
-    pub in_sample: Scores,
-    pub min_rows: usize,
-    pub min_errors: usize,
-}
-
-/// Whether a fitted temperature sits at an end of the searched range ([`BETA_RANGE`]): the
-/// NLL wanted it further (at 20, the probabilities carry almost nothing about correctness).
-pub fn at_range_edge(temperature: f64) -> bool {
-    let beta = 1.0 / temperature;
-    (beta - BETA_RANGE.0).abs() < 1e-6 || (beta - BETA_RANGE.1).abs() < 1e-6
-}
-
-/// `p_i^β / Σ_j p_j^β` with `β = 1/temperature`, in log space; a zero stays zero. A vector with
-/// no positive entry comes back as it was.
-pub fn apply_temperature(probs: &[f64], temperature: f64) -> Vec<f64> {
-    let beta = 1.0 / temperature;
-    let logs: Vec<f64> = probs.iter().map(|&p| if p > 0.0 { beta * p.ln() } else { f64::NEG_INFINITY }).collect();
-    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !top.is_finite() {
-        return probs.to_vec();
-    }
-    let e: Vec<f64> = logs.iter().map(|l| (l - top).exp()).collect();
-    let s: f64 = e.iter().sum();
-    e.into_iter().map(|v| v / s).collect()
-}
+pub use crate::calibration::{apply_temperature, FOLDS};
 
 /// Mean negative log-likelihood of the gold options at inverse temperature `beta`
 /// (gold probability floored at [`metrics::NLL_FLOOR`], as the metrics floor it).
@@ -291,64 +183,10 @@ pub fn fit(result: &ResultFile, path: &Path, sha256: &str, folds: usize, seed: u
     })
 }
 
-impl CalibrationFile {
-    /// Read a calibration file and make the option a job applies (its sha256 recorded).
-    pub fn load(path: &Path) -> Result<(CalibrationFile, Calibration)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let bad = |reason: String| Error::BadFile { path: path.to_path_buf(), reason };
-        let v: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| bad(format!("not JSON ({e}); pass a file written by `readout calibrate`")))?;
-        if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
-            return Err(bad(format!(
-                "not a calibration file (`schema` is not \"{SCHEMA}\"); make one with `readout calibrate RESULT.json -o CAL.json`"
-            )));
-        }
-        let file: CalibrationFile =
-            serde_json::from_value(v).map_err(|e| bad(format!("does not match the calibration format ({e})")))?;
-        if file.schema_version != SCHEMA_VERSION {
-            return Err(bad(format!(
-                "version {} of the calibration format; this program reads version {SCHEMA_VERSION}: fit it again",
-                file.schema_version
-            )));
-        }
-        if !(file.temperature.is_finite() && file.temperature > 0.0) {
-            return Err(bad(format!("field `temperature`: {} is not a positive number", file.temperature)));
-        }
-        let applied = Calibration {
-            temperature: file.temperature,
-            sha256: crate::hash::sha256_bytes(&bytes),
-            file: path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-            debias: file.fitted_on.debias,
-            model_sha256: file.fitted_on.model_sha256.clone(),
-        };
-        Ok((file, applied))
-    }
-
-    /// Write atomically, as result files are written.
-    pub fn write(&self, path: &Path) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::BadFile {
-            path: path.to_path_buf(),
-            reason: format!("serialising the calibration: {e}"),
-        })?;
-        crate::results::write_atomic(path, &bytes)
-    }
-}
-
-/// Refuse a calibration fitted on another model than `model_sha256` (the job's).
-pub fn check_model(calibration: Option<&Calibration>, model_sha256: &str) -> Result<()> {
-    match calibration {
-        Some(c) if c.model_sha256 != model_sha256 => Err(Error::Config(format!(
-            "{} was fitted on another model (sha256 {}…); a temperature belongs to one model: fit one on a run of this model",
-            c.file,
-            &c.model_sha256[..12.min(c.model_sha256.len())]
-        ))),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::at_range_edge;
 
     fn row(i: usize, gold: usize, probs: Vec<f64>) -> ScoredRow {
         ScoredRow {

@@ -108,7 +108,20 @@ pub struct EvalSetRecord {
     pub skipped: Vec<crate::evalset::SkippedLine>,
 }
 
-pub use crate::combine::OrderingRecord;
+/// One ordering of a row as scored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct OrderingRecord {
+    /// Slot → option index: letter `A` showed option `order[0]`.
+    pub order: Vec<usize>,
+    /// Softmax over the letters, by slot (readout); one-hot on the parsed letter (generate).
+    pub letter_probs: Vec<f64>,
+    /// Share of the full next-token distribution on the letters, when the full head was computed.
+    pub letter_mass: Option<f64>,
+    /// The generated reply (generate mode).
+    pub reply: Option<String>,
+    pub prompt_sha256: String,
+}
 pub use crate::config::{default_pass_tokens, Levers, RunConfig};
 
 /// The worked examples a run used: a primary set, and an alternate for rows of the primary's groups.
@@ -178,29 +191,6 @@ pub struct RowRecord {
 }
 
 impl RowRecord {
-    /// A row of an eval set as decided; `None` for a row without gold (a text to score).
-    pub fn new(row: &crate::input::Row<'_>, c: crate::combine::Combined, shots: Vec<String>) -> Option<RowRecord> {
-        let gold = row.gold?;
-        let option_ids: Vec<String> = row.criterion.options.iter().map(|o| o.id.clone()).collect();
-        Some(RowRecord {
-            id: row.id.clone(),
-            family: row.family.clone(),
-            group_id: row.group_id.clone(),
-            gold,
-            gold_id: option_ids.get(gold)?.clone(),
-            predicted_id: c.predicted.and_then(|p| option_ids.get(p).cloned()),
-            option_ids,
-            shots,
-            orderings: c.orderings,
-            correct: c.predicted == Some(gold),
-            invalid: c.predicted.is_none(),
-            order_unstable: c.order_unstable,
-            probs: c.probs,
-            predicted: c.predicted,
-            truncated_tokens: c.truncated_tokens,
-        })
-    }
-
     pub fn scored(&self) -> ScoredRow {
         ScoredRow {
             id: self.id.clone(),
@@ -260,7 +250,7 @@ impl ResultFile {
     pub fn write(&self, path: &Path) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::BadFile { path: path.to_path_buf(), reason: format!("serialising the result: {e}") })?;
-        write_atomic(path, &bytes)
+        crate::atomic::write(path, &bytes)
     }
 
     /// Read and check a result file.
@@ -312,113 +302,6 @@ impl ResultFile {
     }
 }
 
-/// The parts of a result file fixed before scoring.
-pub struct Header {
-    program: Program,
-    machine: Machine,
-    model: ModelRecord,
-    eval_set: EvalSetRecord,
-    config: RunConfig,
-    shots: ShotRecord,
-    model_load_seconds: f64,
-    /// The engine's device, for its peak memory.
-    device: candle_core::Device,
-}
-
-impl Header {
-    /// What a run records before its first row: the program, the machine, the model, the eval
-    /// set (`rows` selected, with the `limit` and `family` it was read with), the configuration.
-    pub fn new(
-        engine: &crate::engine::Engine,
-        set: &crate::evalset::EvalSet,
-        job: &crate::input::Job<'_>,
-        config: &RunConfig,
-        model_load_seconds: f64,
-        limit: Option<usize>,
-        family: Option<String>,
-    ) -> Result<Header> {
-        let info = engine.info();
-        Ok(Header {
-            program: Program { name: "readout".into(), version: env!("CARGO_PKG_VERSION").into() },
-            machine: Machine {
-                os: std::env::consts::OS.into(),
-                arch: std::env::consts::ARCH.into(),
-                cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-                device: info.device.clone(),
-            },
-            model: ModelRecord {
-                name: info.name.clone(),
-                file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-                sha256: engine.sha256()?,
-                architecture: info.architecture.as_str().into(),
-                quantisation: info.quantisation.clone(),
-                parameters: info.parameters,
-                weights: info.weights.as_str().into(),
-                activations: info.activations.into(),
-                kv_cache: info.kv_cache.as_str().into(),
-                precision: info.precision.as_str().into(),
-                attention: info.attention.as_str().into(),
-                fused_kernels: info.fused_kernels.as_str().into(),
-                source: info.source.clone(),
-                chat_template: Some(info.chat_template.clone()),
-                chat_template_sha256: Some(info.chat_template_sha256.clone()),
-            },
-            eval_set: EvalSetRecord {
-                name: set.name.clone(),
-                path: set.path.display().to_string(),
-                sha256: set.sha256.clone(),
-                rows: job.rows.len(),
-                limit,
-                family,
-                skipped: set.skipped.clone(),
-            },
-            config: config.clone(),
-            shots: ShotRecord { primary: job.shots.primary_ids.clone(), alternate: job.shots.alternate_ids.clone() },
-            model_load_seconds,
-            device: engine.device().clone(),
-        })
-    }
-
-    /// The result file of the rows done so far, metrics included.
-    pub fn assemble(
-        &self,
-        done: &std::collections::BTreeMap<usize, RowRecord>,
-        status: Status,
-        debias_state: &serde_json::Value,
-        wall_seconds: f64,
-        plan: PlanRecord,
-    ) -> ResultFile {
-        let wall = wall_seconds;
-        let n = done.len();
-        let mut file = ResultFile {
-            schema: SCHEMA.into(),
-            schema_version: SCHEMA_VERSION,
-            status,
-            created: now_utc(),
-            program: self.program.clone(),
-            machine: self.machine.clone(),
-            model: self.model.clone(),
-            eval_set: self.eval_set.clone(),
-            config: self.config.clone(),
-            shots: self.shots.clone(),
-            debias_state: debias_state.clone(),
-            plan: PlanRecord { truncated_rows: done.values().filter(|r| r.truncated_tokens.is_some()).count(), ..plan },
-            metrics: None,
-            timing: Timing {
-                wall_seconds: wall,
-                model_load_seconds: self.model_load_seconds,
-                rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
-                mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
-                peak_rss_bytes: crate::memory::peak_rss(),
-                peak_device_bytes: crate::device::peak_memory(&self.device),
-            },
-            rows: done.values().cloned().collect(),
-        };
-        file.summarize();
-        file
-    }
-}
-
 /// The default file name for a run: eval set, model, mode, shots, debias.
 pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
     let clean =
@@ -435,7 +318,7 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
         };
     let mut name =
         format!("{}_{}_{}_{}shot_{}", clean(eval_set), clean(model), cfg.mode.as_str(), cfg.shots, cfg.debias.as_str());
-    if cfg.prompt_version == crate::prompt::PromptVersion::TerseV1 {
+    if cfg.prompt_version == crate::config::PromptVersion::TerseV1 {
         name.push_str("_terse");
     }
     if !cfg.levers.prefix_tree {
@@ -497,34 +380,6 @@ pub fn unused_path(path: &Path) -> std::path::PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it with a name unique to this
-/// writer (`.NAME.XXXXXX.tmp`, its folder created), flushed to disk, then renamed over it. A
-/// reader, or a process killed at any moment, sees the old file or the new one, never half of one;
-/// two writers of the same path (threads or processes) never share a temporary file, and the last
-/// rename wins whole. A write that fails removes its temporary file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    {
-        use std::io::Write;
-        tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
-        tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
-    }
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    // The rename itself on disk too (power loss); a folder that cannot be opened is not an error.
-    #[cfg(unix)]
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -543,26 +398,5 @@ mod tests {
         assert_eq!(super::unused_path(&p), dir.path().join("run-2.json"));
         std::fs::write(dir.path().join("run-2.json"), "x").unwrap();
         assert_eq!(super::unused_path(&p), dir.path().join("run-3.json"));
-    }
-
-    #[test]
-    fn two_writers_of_one_path_both_succeed_and_leave_one_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("sets").join("set.jsonl");
-        let texts: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'a' + i; 64 * 1024]).collect();
-        std::thread::scope(|s| {
-            for t in &texts {
-                let p = &p;
-                s.spawn(move || {
-                    for _ in 0..20 {
-                        super::write_atomic(p, t).unwrap();
-                    }
-                });
-            }
-        });
-        let got = std::fs::read(&p).unwrap();
-        assert!(texts.contains(&got), "the file is not one writer's bytes");
-        let left: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
-        assert_eq!(left, ["set.jsonl"], "temporary files left behind");
     }
 }

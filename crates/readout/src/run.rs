@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 use crate::evalset::EvalSet;
 use crate::input::Job;
 use crate::plan::{self, RenderedPrompt};
-use crate::results::{Header, PlanRecord, ResultFile, RowRecord, Status};
+use crate::results::{
+    now_utc, EvalSetRecord, Machine, ModelRecord, PlanRecord, Program, ResultFile, RowRecord, ShotRecord, Status, Timing,
+    SCHEMA, SCHEMA_VERSION,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -71,6 +74,18 @@ fn refuse_abstaining(config: &RunConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// How often a shell's run rewrites its partial result file unless told otherwise (`readout run
+/// --checkpoint-every`, the app's runs): a crash loses about this much work.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// The partial run kept in `path`, and the configuration that completes it on `engine`
+/// ([`resume_config`]): what every shell resumes a run with.
+pub fn resume(engine: &Engine, path: &Path) -> Result<(ResultFile, RunConfig)> {
+    let partial = ResultFile::load(path)?;
+    let config = resume_config(engine, &partial, path)?;
+    Ok((partial, config))
 }
 
 /// The configuration to complete `partial` with on `engine`: the file's own, once the file is
@@ -162,7 +177,7 @@ fn run_selected(
     // Checked here too: a caller may build the configuration by hand.
     let config = config.to_builder().build()?.resolve(engine);
     refuse_abstaining(&config)?;
-    crate::calibrate::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+    crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     // 1. Input: the rows and shots; what a partial file has done already.
     let job = Job::from_eval_set(eval_set, &config, limit)?;
     // A shard: the rows of other groups are planned (the tree, and so every number, is the whole
@@ -231,7 +246,7 @@ fn run_selected(
             let any = !finished.is_empty();
             for (ri, c) in finished {
                 let r = &job.rows[ri];
-                if let Some(rec) = RowRecord::new(r, c, job.shots.for_row(r).1.to_vec()) {
+                if let Some(rec) = row_record(r, c, job.shots.for_row(r).1.to_vec()) {
                     done.insert(ri, rec);
                 }
                 (control.progress)(Progress {
@@ -296,3 +311,134 @@ impl<'p> Checkpoints<'p> {
         Ok(())
     }
 }
+/// The parts of a result file fixed before scoring.
+struct Header {
+    program: Program,
+    machine: Machine,
+    model: ModelRecord,
+    eval_set: EvalSetRecord,
+    config: RunConfig,
+    shots: ShotRecord,
+    model_load_seconds: f64,
+    /// The engine's device, for its peak memory.
+    device: candle_core::Device,
+}
+
+impl Header {
+    /// What a run records before its first row: the program, the machine, the model, the eval
+    /// set (`rows` selected, with the `limit` and `family` it was read with), the configuration.
+    fn new(
+        engine: &Engine,
+        set: &EvalSet,
+        job: &Job<'_>,
+        config: &RunConfig,
+        model_load_seconds: f64,
+        limit: Option<usize>,
+        family: Option<String>,
+    ) -> Result<Header> {
+        let info = engine.info();
+        Ok(Header {
+            program: Program { name: "readout".into(), version: env!("CARGO_PKG_VERSION").into() },
+            machine: Machine {
+                os: std::env::consts::OS.into(),
+                arch: std::env::consts::ARCH.into(),
+                cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                device: info.device.clone(),
+            },
+            model: ModelRecord {
+                name: info.name.clone(),
+                file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                sha256: engine.sha256()?,
+                architecture: info.architecture.as_str().into(),
+                quantisation: info.quantisation.clone(),
+                parameters: info.parameters,
+                weights: info.weights.as_str().into(),
+                activations: info.activations.into(),
+                kv_cache: info.kv_cache.as_str().into(),
+                precision: info.precision.as_str().into(),
+                attention: info.attention.as_str().into(),
+                fused_kernels: info.fused_kernels.as_str().into(),
+                source: info.source.clone(),
+                chat_template: Some(info.chat_template.clone()),
+                chat_template_sha256: Some(info.chat_template_sha256.clone()),
+            },
+            eval_set: EvalSetRecord {
+                name: set.name.clone(),
+                path: set.path.display().to_string(),
+                sha256: set.sha256.clone(),
+                rows: job.rows.len(),
+                limit,
+                family,
+                skipped: set.skipped.clone(),
+            },
+            config: config.clone(),
+            shots: ShotRecord { primary: job.shots.primary_ids.clone(), alternate: job.shots.alternate_ids.clone() },
+            model_load_seconds,
+            device: engine.device().clone(),
+        })
+    }
+
+    /// The result file of the rows done so far, metrics included.
+    fn assemble(
+        &self,
+        done: &std::collections::BTreeMap<usize, RowRecord>,
+        status: Status,
+        debias_state: &serde_json::Value,
+        wall_seconds: f64,
+        plan: PlanRecord,
+    ) -> ResultFile {
+        let wall = wall_seconds;
+        let n = done.len();
+        let mut file = ResultFile {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            status,
+            created: now_utc(),
+            program: self.program.clone(),
+            machine: self.machine.clone(),
+            model: self.model.clone(),
+            eval_set: self.eval_set.clone(),
+            config: self.config.clone(),
+            shots: self.shots.clone(),
+            debias_state: debias_state.clone(),
+            plan: PlanRecord { truncated_rows: done.values().filter(|r| r.truncated_tokens.is_some()).count(), ..plan },
+            metrics: None,
+            timing: Timing {
+                wall_seconds: wall,
+                model_load_seconds: self.model_load_seconds,
+                rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
+                mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
+                peak_rss_bytes: crate::memory::peak_rss(),
+                peak_device_bytes: crate::device::peak_memory(&self.device),
+            },
+            rows: done.values().cloned().collect(),
+        };
+        file.summarize();
+        file
+    }
+}
+
+/// A row of an eval set as decided; `None` for a row without gold (a text to score).
+fn row_record(row: &crate::input::Row<'_>, c: crate::combine::Combined, shots: Vec<String>) -> Option<RowRecord> {
+    let gold = row.gold?;
+    let option_ids: Vec<String> = row.criterion.options.iter().map(|o| o.id.clone()).collect();
+    Some(RowRecord {
+        id: row.id.clone(),
+        family: row.family.clone(),
+        group_id: row.group_id.clone(),
+        gold,
+        gold_id: option_ids.get(gold)?.clone(),
+        predicted_id: c.predicted.and_then(|p| option_ids.get(p).cloned()),
+        option_ids,
+        shots,
+        orderings: c.orderings,
+        correct: c.predicted == Some(gold),
+        invalid: c.predicted.is_none(),
+        order_unstable: c.order_unstable,
+        probs: c.probs,
+        predicted: c.predicted,
+        truncated_tokens: c.truncated_tokens,
+    })
+}
+
+

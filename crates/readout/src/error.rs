@@ -51,6 +51,11 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// A score request ([`crate::request::ScoreRequest`]) with a wrong field; `reason` says
+    /// what to give instead.
+    #[error("{reason}")]
+    Request { field: String, reason: String },
+
     /// A result file with too little in it to fit a temperature and check it (`calibrate`).
     #[error("{path}: {rows} rows ({wrong} wrong, {right} right, {groups} groups) are too few to fit a temperature and check it on {folds} held-out folds: that needs at least {min_rows} rows, {min_errors} wrong and {min_errors} right, and a group per fold. Fit it on a larger run of the same configuration (the whole eval set, without --limit or --family)")]
     TooFewToCalibrate {

@@ -12,7 +12,71 @@
 //! and llama.cpp's ASCII white space only; Readout's prompts start and end with neither.
 
 use crate::error::{Error, Result};
+use minijinja::{context, Environment};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
+
+/// One chat message.
+#[derive(Debug, Clone, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        Message { role: role.to_string(), content: content.into() }
+    }
+}
+
+/// A model's chat template, ready to render.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    source_path: PathBuf,
+    bos: String,
+    eos: String,
+}
+
+impl ChatTemplate {
+    /// Compile the chosen template (`template::choose`: the model's own, a named family or a
+    /// file); errors name where it came from.
+    pub fn new(chosen: &ChosenTemplate, bos: Option<String>, eos: Option<String>) -> Result<Self> {
+        let path = chosen.origin.as_path();
+        let mut env = Environment::new();
+        minijinja_contrib::add_to_environment(&mut env);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
+        });
+        env.add_function("strftime_now", |_fmt: String| "1 January 2026".to_string());
+        env.add_template_owned("chat", chosen.source.clone())
+            .map_err(|e| Error::ChatTemplate { path: path.to_path_buf(), detail: e.to_string() })?;
+        Ok(ChatTemplate {
+            env,
+            source_path: path.to_path_buf(),
+            bos: bos.unwrap_or_default(),
+            eos: eos.unwrap_or_default(),
+        })
+    }
+
+    /// Render messages with the generation prompt and thinking off.
+    pub fn render(&self, messages: &[Message]) -> Result<String> {
+        let tpl = self.env.get_template("chat").map_err(|e| self.err(e))?;
+        tpl.render(context! {
+            messages => messages,
+            add_generation_prompt => true,
+            enable_thinking => false,
+            bos_token => self.bos,
+            eos_token => self.eos,
+        })
+        .map_err(|e| self.err(e))
+    }
+
+    fn err(&self, e: minijinja::Error) -> Error {
+        Error::ChatTemplate { path: self.source_path.clone(), detail: format!("rendering failed: {e:#}") }
+    }
+}
+
 
 /// Where the chat template comes from when the model's own is not wanted (`--chat-template`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,7 +387,6 @@ const MISTRAL_V3_TEKKEN: &str = "{%- set ns = namespace(open=false) -%}\
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompt::{ChatTemplate, Message};
 
     fn render(name: &str, messages: &[Message]) -> String {
         let chosen = choose(Some(&TemplateSource::Name(name.into())), None, Path::new("m")).unwrap();

@@ -4,7 +4,7 @@
 //! change that moves accuracy is not a speed change": every variant's predictions are compared
 //! row by row with the baseline's, and the rows that differ are named.
 
-use crate::prompt::PromptVersion;
+use crate::config::PromptVersion;
 use crate::results::{ResultFile, RunConfig};
 use serde::{Deserialize, Serialize};
 

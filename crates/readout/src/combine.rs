@@ -8,25 +8,11 @@
 use crate::config::{Mode, RunConfig};
 use crate::debias::{self, DebiasMode};
 use crate::exec::Reading;
+use crate::results::OrderingRecord;
 use crate::math::{argmax, softmax};
 use crate::plan::{Planned, Variant};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// One ordering of a row as scored.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct OrderingRecord {
-    /// Slot → option index: letter `A` showed option `order[0]`.
-    pub order: Vec<usize>,
-    /// Softmax over the letters, by slot (readout); one-hot on the parsed letter (generate).
-    pub letter_probs: Vec<f64>,
-    /// Share of the full next-token distribution on the letters, when the full head was computed.
-    pub letter_mass: Option<f64>,
-    /// The generated reply (generate mode).
-    pub reply: Option<String>,
-    pub prompt_sha256: String,
-}
 
 /// A row's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,7 +130,7 @@ pub fn combine_row(
         None => {
             let mut p = debias::average(&option_probs);
             if let Some(c) = &config.calibration {
-                p = crate::calibrate::apply_temperature(&p, c.temperature);
+                p = crate::config::apply_temperature(&p, c.temperature);
             }
             let best = argmax(&p);
             (Some(p), Some(best))

@@ -6,139 +6,19 @@
 //! lettered options; then the generation prompt. The state comes before the criterion so that
 //! every criterion and ordering of one item shares the state as a prefix.
 
-use crate::error::{Error, Result};
 use crate::rubric::{Criterion, QuestionKind};
-use crate::template::ChosenTemplate;
-use minijinja::{context, Environment};
-use serde::Serialize;
-use std::path::PathBuf;
+pub use crate::template::{ChatTemplate, Message};
 
-/// The name of the default prompt layout; result files record it.
-pub const PROMPT_VERSION: &str = "readout-v1";
-
-/// The prompt layouts on offer. `readout-terse-v1` puts fewer tokens between the state and the
-/// answer letter (no "Question:"/"Options:" labels, no closing instruction), so each criterion and
-/// each ordering costs fewer tokens; the system message and the state are the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(into = "&'static str", try_from = "String")]
-// Written as its name (`as_str`), which TypeScript sees as a string.
-#[cfg_attr(feature = "ts", ts(type = "string"))]
-pub enum PromptVersion {
-    #[default]
-    V1,
-    TerseV1,
-}
-
-impl PromptVersion {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PromptVersion::V1 => PROMPT_VERSION,
-            PromptVersion::TerseV1 => "readout-terse-v1",
-        }
-    }
-}
-
-impl std::str::FromStr for PromptVersion {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "readout-v1" | "v1" | "default" => Ok(PromptVersion::V1),
-            "readout-terse-v1" | "terse" => Ok(PromptVersion::TerseV1),
-            other => {
-                Err(format!("unknown prompt version `{other}`; use default (readout-v1) or terse (readout-terse-v1)"))
-            }
-        }
-    }
-}
-
-impl From<PromptVersion> for &'static str {
-    fn from(v: PromptVersion) -> &'static str {
-        v.as_str()
-    }
-}
-
-impl TryFrom<String> for PromptVersion {
-    type Error = String;
-    fn try_from(s: String) -> std::result::Result<Self, String> {
-        s.parse()
-    }
-}
-
-/// Option letters, in order.
-pub const LETTERS: [&str; 26] = [
-    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W",
-    "X", "Y", "Z",
-];
+pub use crate::config::{PromptVersion, PROMPT_VERSION};
+pub use crate::engine::LETTERS;
 
 const SYSTEM: &str = "You judge texts. Read the text and the question, then answer with the letter of exactly one option and nothing else.";
-
-/// One chat message.
-#[derive(Debug, Clone, Serialize)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
-}
-
-impl Message {
-    pub fn new(role: &str, content: impl Into<String>) -> Self {
-        Message { role: role.to_string(), content: content.into() }
-    }
-}
 
 /// A worked example put before the scored item: the user turn and the answer letter.
 #[derive(Debug, Clone)]
 pub struct Shot {
     pub user: String,
     pub answer: String,
-}
-
-/// A model's chat template, ready to render.
-pub struct ChatTemplate {
-    env: Environment<'static>,
-    source_path: PathBuf,
-    bos: String,
-    eos: String,
-}
-
-impl ChatTemplate {
-    /// Compile the chosen template (`template::choose`: the model's own, a named family or a
-    /// file); errors name where it came from.
-    pub fn new(chosen: &ChosenTemplate, bos: Option<String>, eos: Option<String>) -> Result<Self> {
-        let path = chosen.origin.as_path();
-        let mut env = Environment::new();
-        minijinja_contrib::add_to_environment(&mut env);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
-        });
-        env.add_function("strftime_now", |_fmt: String| "1 January 2026".to_string());
-        env.add_template_owned("chat", chosen.source.clone())
-            .map_err(|e| Error::ChatTemplate { path: path.to_path_buf(), detail: e.to_string() })?;
-        Ok(ChatTemplate {
-            env,
-            source_path: path.to_path_buf(),
-            bos: bos.unwrap_or_default(),
-            eos: eos.unwrap_or_default(),
-        })
-    }
-
-    /// Render messages with the generation prompt and thinking off.
-    pub fn render(&self, messages: &[Message]) -> Result<String> {
-        let tpl = self.env.get_template("chat").map_err(|e| self.err(e))?;
-        tpl.render(context! {
-            messages => messages,
-            add_generation_prompt => true,
-            enable_thinking => false,
-            bos_token => self.bos,
-            eos_token => self.eos,
-        })
-        .map_err(|e| self.err(e))
-    }
-
-    fn err(&self, e: minijinja::Error) -> Error {
-        Error::ChatTemplate { path: self.source_path.clone(), detail: format!("rendering failed: {e:#}") }
-    }
 }
 
 /// The user turn for a state and a criterion shown in `ordering` (indices into its options), in

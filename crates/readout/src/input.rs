@@ -168,12 +168,7 @@ impl<'a> Job<'a> {
     }
 }
 
-/// A text to score, with an optional id carried into its result.
-#[derive(Debug, Clone)]
-pub struct Text {
-    pub id: Option<String>,
-    pub text: String,
-}
+pub use crate::texts::Text;
 
 /// Seeded choice of `k` shot rows from distinct groups, and an alternate set from other groups.
 /// The shuffle is the linear congruential one every committed result file's shots came from.

@@ -19,8 +19,7 @@ pub(crate) mod weights;
 
 use crate::device::{self, DeviceRequest};
 use crate::error::{Error, Result};
-use crate::prompt::{ChatTemplate, LETTERS};
-use crate::template::TemplateSource;
+use crate::template::{ChatTemplate, TemplateSource};
 use candle_core::{Device, Tensor};
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
@@ -31,6 +30,35 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 pub use tokenizer::Tokenizer;
+
+/// The answer letters a readout reads, in order (option `i` is shown as letter `i`).
+pub const LETTERS: [&str; 26] = [
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W",
+    "X", "Y", "Z",
+];
+
+/// A device as its defaults see it (`RunConfig::resolve_for`): a test can describe a GPU
+/// without having one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceProfile {
+    /// A GPU (CUDA, Metal) rather than the CPU.
+    pub gpu: bool,
+    /// The CPU threads the engine's work runs on.
+    pub threads: usize,
+}
+
+impl DeviceProfile {
+    /// The pass options for the device: full head, trimmed, [`DEFAULT_PASS_TOKENS`] a pass on
+    /// the CPU and [`GPU_PASS_TOKENS`] on a GPU, units grouped on a GPU only.
+    pub fn pass_defaults(&self) -> PassOptions {
+        PassOptions {
+            prune_head: false,
+            trim: true,
+            pass_tokens: if self.gpu { GPU_PASS_TOKENS } else { DEFAULT_PASS_TOKENS },
+            group_units: self.gpu,
+        }
+    }
+}
 
 /// How to load a model.
 #[derive(Debug, Clone)]
@@ -422,15 +450,14 @@ impl Engine {
         &self.model.device
     }
 
-    /// The pass options for this engine's device: full head, trimmed, 1024 tokens a pass, units
-    /// grouped on a GPU only.
+    /// The pass options for this engine's device ([`DeviceProfile::pass_defaults`]).
     pub fn pass_defaults(&self) -> PassOptions {
-        PassOptions {
-            prune_head: false,
-            trim: true,
-            pass_tokens: if self.device().is_cpu() { DEFAULT_PASS_TOKENS } else { GPU_PASS_TOKENS },
-            group_units: !self.device().is_cpu(),
-        }
+        self.profile().pass_defaults()
+    }
+
+    /// What the device defaults are decided by: a GPU or not, and the CPU threads.
+    pub fn profile(&self) -> DeviceProfile {
+        DeviceProfile { gpu: !self.device().is_cpu(), threads: self.threads() }
     }
 
     /// The number of threads the engine's CPU work runs on.

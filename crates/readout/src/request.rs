@@ -1,0 +1,271 @@
+//! The one score request: what every shell (the CLI's `score`, `serve`'s `POST /v1/score`, the
+//! MCP `score` tool, the app's Score page, Python's `Judge.score`) receives from its user, and
+//! its one validation into a [`ScoreJob`]. A shell only parses its own transport into a
+//! [`ScoreRequest`] and presents the answer; which fields exist, what they mean and every
+//! message about a wrong one are here, so the shells cannot drift apart.
+
+use crate::calibration::{Calibration, CalibrationFile};
+use crate::config::RunConfig;
+use crate::debias::DebiasMode;
+use crate::error::{Error, Result};
+use crate::texts::Text;
+use crate::rubric::Rubric;
+use crate::truncate::Truncate;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A score job as a shell receives it. JSON: `{"rubric": {…} | "questions": {…}, "texts":
+/// ["…", {"text": "…", "id": "…"}], "debias": "cyclic", "truncate_middle": true,
+/// "abstain_below": 0.6, "abstain_letter_mass": 0.5, "calibration": "cal.json"}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ScoreRequest {
+    /// A rubric as in examples/*.rubric.json (`name`, `description`, `questions`;
+    /// docs/rubric.md); where the shell allows it ([`Policy::paths`]), the path of a rubric file.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default)]
+    pub rubric: Option<serde_json::Value>,
+    /// A rubric's `questions` object alone, instead of `rubric`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default)]
+    pub questions: Option<serde_json::Value>,
+    /// The texts to decide: each a string, or an object with `text` and an optional `id`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<TextIn>))]
+    #[serde(default)]
+    pub texts: Vec<serde_json::Value>,
+    /// How orderings of the options are scored and combined: none (the default), cyclic,
+    /// permutation, calibrate, pride or batch (as `readout score --debias`).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[serde(default)]
+    pub debias: Option<String>,
+    /// Cut a text too long for the model's context from the middle instead of refusing it.
+    #[serde(default)]
+    pub truncate_middle: bool,
+    /// No answer when the top probability is below this (0 to 1).
+    #[serde(default)]
+    pub abstain_below: Option<f64>,
+    /// No answer when the letters' share of the model's next-token distribution is below this
+    /// (0 to 1): none of the options fits.
+    #[serde(default)]
+    pub abstain_letter_mass: Option<f64>,
+    /// A calibration file (`readout calibrate`) whose temperature is applied, where the shell
+    /// allows paths ([`Policy::paths`]).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[serde(default)]
+    pub calibration: Option<PathBuf>,
+}
+
+/// One text of a request, for the request's schema (the request holds JSON values so that a
+/// wrong text is named by its index).
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub enum TextIn {
+    Plain(String),
+    WithId { text: String, id: Option<String> },
+}
+
+/// What a shell lets its requests do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Whether `rubric` and `calibration` may name files on this machine: yes for the CLI, the
+    /// app, Python and MCP (the user's own machine), no for the HTTP service (its clients are
+    /// elsewhere and must not read the server's files).
+    pub paths: bool,
+    /// The most texts one request may carry (`serve --max-texts`).
+    pub max_texts: Option<usize>,
+}
+
+impl Policy {
+    /// A shell on the user's own machine: files may be named, no limit on texts.
+    pub const LOCAL: Policy = Policy { paths: true, max_texts: None };
+}
+
+/// A validated score request: what [`crate::score::score_texts`] and
+/// [`crate::score::score_requests`] take.
+#[derive(Debug, Clone)]
+pub struct ScoreJob {
+    pub rubric: Rubric,
+    pub texts: Vec<Text>,
+    /// The debias mode, context policy, abstention and calibration; the device's levers are
+    /// resolved when the job meets its engine ([`RunConfig::resolve`]).
+    pub config: RunConfig,
+}
+
+fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Request { field: field.into(), reason: reason.into() }
+}
+
+impl ScoreRequest {
+    /// Read a request from JSON; a wrong body names the field at fault where serde does.
+    pub fn from_json(bytes: &[u8]) -> Result<ScoreRequest> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            let msg = e.to_string();
+            let field = msg.split('`').nth(1).filter(|_| msg.contains("field")).unwrap_or("(body)").to_string();
+            invalid(field, format!("the body is not a score request: {msg}"))
+        })
+    }
+
+    /// Check every field and make the job; errors are [`Error::Request`] naming the field.
+    pub fn validate(self, policy: Policy) -> Result<ScoreJob> {
+        let rubric = self.rubric(policy)?;
+        if self.texts.is_empty() {
+            return Err(invalid("texts", "no texts: give at least one"));
+        }
+        if let Some(max) = policy.max_texts.filter(|&m| self.texts.len() > m) {
+            return Err(invalid(
+                "texts",
+                format!("{} texts in one request; this server takes at most {max} (--max-texts)", self.texts.len()),
+            ));
+        }
+        let texts = self.texts.into_iter().enumerate().map(|(i, v)| text_of(i, v)).collect::<Result<Vec<_>>>()?;
+        let debias: DebiasMode = match self.debias.as_deref() {
+            None => DebiasMode::None,
+            Some(d) => d.parse().map_err(|e: String| invalid("debias", e))?,
+        };
+        let calibration = match &self.calibration {
+            None => None,
+            Some(_) if !policy.paths => {
+                return Err(invalid("calibration", "this server reads no files: a calibration file is not taken here"))
+            }
+            Some(p) => Some(calibration(p)?),
+        };
+        let config = RunConfig::builder()
+            .debias(debias)
+            .truncate(if self.truncate_middle { Truncate::Middle } else { Truncate::None })
+            .abstain_below(self.abstain_below)
+            .abstain_letter_mass(self.abstain_letter_mass)
+            .calibration(calibration)
+            .build()?;
+        crate::score::check_config(&config)?;
+        Ok(ScoreJob { rubric, texts, config })
+    }
+
+    /// The request's rubric: `rubric` (an object, or a file where paths are allowed) or
+    /// `questions` alone.
+    fn rubric(&self, policy: Policy) -> Result<Rubric> {
+        let (value, field) = match (&self.rubric, &self.questions) {
+            (Some(serde_json::Value::String(p)), None) if policy.paths => return Rubric::load(Path::new(p)),
+            (Some(serde_json::Value::String(_)), None) => {
+                return Err(invalid("rubric", "this server reads no files: give the rubric as an object"))
+            }
+            (Some(r), None) => (r.clone(), "rubric"),
+            (None, Some(q)) => (serde_json::json!({ "name": "inline", "questions": q }), "questions"),
+            (Some(_), Some(_)) => return Err(invalid("rubric", "give `rubric` or `questions`, not both")),
+            (None, None) => return Err(invalid("rubric", "missing: give `rubric` (a rubric object) or `questions`")),
+        };
+        // Pretty-printed, so that an error's line number points into something readable.
+        let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+        Rubric::parse(&text, Path::new(field)).map_err(|e| match e {
+            Error::BadInput { field: f, reason, .. } => {
+                let f = if f.starts_with('(') {
+                    field.to_string()
+                } else if field == "questions" {
+                    f
+                } else {
+                    format!("rubric.{f}")
+                };
+                invalid(f.clone(), format!("{f}: {reason}"))
+            }
+            other => invalid(field, other.to_string()),
+        })
+    }
+}
+
+/// Text `i` of the request: a string, or `{ "text": …, "id": … }`.
+fn text_of(i: usize, v: serde_json::Value) -> Result<Text> {
+    let bad = |why: &str| invalid(format!("texts[{i}]"), format!("texts[{i}] {why}"));
+    match v {
+        serde_json::Value::String(text) => Ok(Text { id: None, text }),
+        serde_json::Value::Object(mut o) => {
+            if let Some(k) = o.keys().find(|k| *k != "text" && *k != "id") {
+                return Err(bad(&format!("has `{k}`; a text object has `text` and an optional `id`")));
+            }
+            let Some(serde_json::Value::String(text)) = o.remove("text") else {
+                return Err(bad("needs `text`, a string"));
+            };
+            let id = match o.remove("id") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(s)) => Some(s),
+                Some(other) => Some(other.to_string()),
+            };
+            Ok(Text { id, text })
+        }
+        _ => Err(bad("must be a string or an object with `text`")),
+    }
+}
+
+/// A calibration file's temperature, as a job applies it.
+pub fn calibration(path: &Path) -> Result<Calibration> {
+    CalibrationFile::load(path).map(|(_, c)| c)
+}
+
+impl From<Text> for serde_json::Value {
+    fn from(t: Text) -> serde_json::Value {
+        match t.id {
+            None => serde_json::Value::String(t.text),
+            Some(id) => serde_json::json!({ "text": t.text, "id": id }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(v: serde_json::Value) -> Result<ScoreJob> {
+        ScoreRequest::from_json(v.to_string().as_bytes())?.validate(Policy::LOCAL)
+    }
+
+    fn field_of(e: Error) -> String {
+        match e {
+            Error::Request { field, .. } => field,
+            other => panic!("expected a request error, got {other:?}"),
+        }
+    }
+
+    const QUESTIONS: &str = r#"{"topic": {"question": "Which topic?", "type": "choice",
+        "options": [{"id": "billing", "description": "billing"}, {"id": "other", "description": "other"}]}}"#;
+
+    #[test]
+    fn texts_as_strings_or_objects_and_the_defaults() {
+        let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
+        let job = request(json!({"questions": q, "texts": ["a", {"text": "b", "id": 7}, {"text": "c", "id": "x"}]}))
+            .unwrap();
+        let ids: Vec<Option<&str>> = job.texts.iter().map(|t| t.id.as_deref()).collect();
+        assert_eq!(ids, [None, Some("7"), Some("x")]);
+        assert_eq!((job.config.debias, job.config.truncate), (DebiasMode::None, Truncate::None));
+        assert_eq!(job.rubric.criteria.len(), 1);
+    }
+
+    #[test]
+    fn every_wrong_field_is_named() {
+        let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
+        let cases = [
+            (json!({"texts": ["a"]}), "rubric"),
+            (json!({"questions": q, "rubric": {}, "texts": ["a"]}), "rubric"),
+            (json!({"questions": q, "texts": []}), "texts"),
+            (json!({"questions": q, "texts": [3]}), "texts[0]"),
+            (json!({"questions": q, "texts": ["a", {"txt": "b"}]}), "texts[1]"),
+            (json!({"questions": q, "texts": ["a"], "debias": "sideways"}), "debias"),
+            (json!({"questions": q, "texts": ["a"], "colour": 1}), "colour"),
+            (json!({"questions": {"topic": {"type": "choice"}}, "texts": ["a"]}), "topic"),
+        ];
+        for (body, want) in cases {
+            let got = field_of(request(body.clone()).unwrap_err());
+            assert!(got.contains(want), "{body}: field {got}, expected {want}");
+        }
+    }
+
+    #[test]
+    fn a_server_reads_no_files_and_caps_the_texts() {
+        let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
+        let server = Policy { paths: false, max_texts: Some(1) };
+        let r = |v: serde_json::Value| ScoreRequest::from_json(v.to_string().as_bytes()).unwrap().validate(server);
+        assert_eq!(field_of(r(json!({"questions": q, "texts": ["a", "b"]})).unwrap_err()), "texts");
+        assert_eq!(field_of(r(json!({"questions": q, "texts": ["a"], "calibration": "/etc/x"})).unwrap_err()), "calibration");
+        assert_eq!(field_of(r(json!({"rubric": "/etc/passwd", "texts": ["a"]})).unwrap_err()), "rubric");
+    }
+}

@@ -1,0 +1,23 @@
+//! Readout as a service, over the library: the score requests' coalescing [`queue`] (every
+//! request waiting while a batch runs is read in the next batch, one per configuration, with
+//! shared passes), the HTTP API ([`http`]: `POST /v1/score`, `GET /v1/models`, `/health`,
+//! `/openapi.json`) and the Model Context Protocol server ([`mcp`]). Requests arrive as the
+//! library's one [`readout::request::ScoreRequest`]; what comes back is what `readout score
+//! --json` prints. The CLI's `serve` and `mcp` only parse their arguments and load the model.
+
+pub mod http;
+pub mod mcp;
+pub mod queue;
+
+/// What can go wrong running a service, and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("listening on {addr}: {err}; choose another --host or --port")]
+    Listen { addr: std::net::SocketAddr, err: std::io::Error },
+    #[error("starting the service's {what}: {err}")]
+    Start { what: &'static str, err: std::io::Error },
+    #[error("serving: {0}")]
+    Serve(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,175 @@
+//! The Model Context Protocol server (the official Rust SDK, `rmcp`) on standard input and
+//! output: the `score` tool takes a rubric and texts and answers with what `readout score
+//! --json` prints, as text and as structured content. Its requests go through the library's
+//! [`ScoreRequest`] and the same [`Queue`] as the HTTP API's. Standard output carries JSON-RPC
+//! only: logs go to standard error.
+
+use crate::queue::{Failed, Queue};
+use crate::Error;
+use readout::engine::Engine;
+use readout::request::{Policy, ScoreRequest};
+use readout::score::TextResult;
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// Answer MCP requests on standard input and output with `engine` until the client closes them.
+pub fn serve_stdio(engine: Arc<Engine>) -> crate::Result<()> {
+    let (queue, thread) = Queue::start(engine.clone(), 64).map_err(|err| Error::Start { what: "queue", err })?;
+    let server = Judge::new(engine, queue);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| Error::Start { what: "async runtime", err })?;
+    runtime.block_on(async {
+        let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| Error::Serve(e.to_string()))?;
+        running.waiting().await.map_err(|e| Error::Serve(e.to_string()))?;
+        Ok::<(), Error>(())
+    })?;
+    drop(runtime);
+    thread.join().map_err(|_| Error::Serve("the queue's thread panicked".into()))
+}
+
+/// The `score` tool's input.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ScoreParams {
+    /// The rubric: a JSON object with `questions` (the format of docs/rubric.md in the Readout
+    /// repository), or the path of a rubric file on the server's machine.
+    pub rubric: RubricArg,
+    /// The texts to decide: each a string, or an object with `text` and an optional `id`
+    /// (carried into its result).
+    pub texts: Vec<TextArg>,
+    /// How orderings of the options are scored and combined: none (the default), cyclic (every
+    /// rotation, averaged; flags order-unstable answers), permutation, calibrate, pride or batch.
+    #[serde(default)]
+    pub debias: Option<String>,
+    /// Cut a text too long for the model's context from the middle instead of refusing it.
+    #[serde(default)]
+    pub truncate_middle: bool,
+}
+
+/// A rubric inline or by path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RubricArg {
+    /// The path of a rubric file.
+    Path(String),
+    /// The rubric itself.
+    Inline(serde_json::Map<String, serde_json::Value>),
+}
+
+/// A text to decide.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TextArg {
+    /// The text alone.
+    Plain(String),
+    /// The text with an id.
+    WithId {
+        text: String,
+        /// Carried into the text's result (a number is kept as its JSON).
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+    },
+}
+
+impl ScoreParams {
+    /// The library's request: the transport's shape, nothing decided here.
+    fn into_request(self) -> ScoreRequest {
+        ScoreRequest {
+            rubric: Some(match self.rubric {
+                RubricArg::Path(p) => serde_json::Value::String(p),
+                RubricArg::Inline(o) => serde_json::Value::Object(o),
+            }),
+            texts: self
+                .texts
+                .into_iter()
+                .map(|t| match t {
+                    TextArg::Plain(text) => serde_json::Value::String(text),
+                    TextArg::WithId { text, id } => serde_json::json!({ "text": text, "id": id }),
+                })
+                .collect(),
+            debias: self.debias,
+            truncate_middle: self.truncate_middle,
+            ..ScoreRequest::default()
+        }
+    }
+}
+
+/// The MCP server: one loaded model, its requests through the queue.
+#[derive(Clone)]
+pub struct Judge {
+    engine: Arc<Engine>,
+    queue: Queue,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Judge {
+    fn new(engine: Arc<Engine>, queue: Queue) -> Judge {
+        Judge { engine, queue, tool_router: Self::tool_router() }
+    }
+
+    /// Decide every criterion of a rubric for each text.
+    #[tool(
+        description = "Decide each criterion of a rubric for each text with Readout's local judge model: for every text and criterion, every option's probability (read from the answer letters' logits), the chosen option, the margin to the runner-up and flags. Returns one JSON object per text, as `readout score --json` prints them (text content: one JSON line per text; structured content: {\"results\": [...]})."
+    )]
+    async fn score(&self, Parameters(p): Parameters<ScoreParams>) -> Result<CallToolResult, ErrorData> {
+        let scored = self.score_queued(p).await;
+        Ok(match scored {
+            Ok(results) => {
+                let lines: Vec<String> =
+                    results.iter().map(serde_json::to_string).collect::<Result<_, _>>().map_err(internal)?;
+                let structured = serde_json::json!({ "results": results });
+                let mut r = CallToolResult::structured(structured);
+                r.content = vec![ContentBlock::text(lines.join("\n"))];
+                r
+            }
+            // What the caller can fix (a bad rubric, an over-long text, an unknown debias mode)
+            // goes back as the tool's error, for the model that called it to read.
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+        })
+    }
+
+    /// The model this server decides with.
+    #[tool(
+        description = "The model this Readout server loaded and decides with: its name, path, architecture, shape, quantisation, chat template and device."
+    )]
+    async fn models(&self) -> Result<CallToolResult, ErrorData> {
+        let info = serde_json::to_value(self.engine.info()).map_err(internal)?;
+        Ok(CallToolResult::structured(serde_json::json!({ "model": info })))
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+impl Judge {
+    /// The request validated, queued and answered; a message for the caller when it fails.
+    async fn score_queued(&self, p: ScoreParams) -> Result<Vec<TextResult>, String> {
+        let job = p.into_request().validate(Policy::LOCAL).map_err(|e| e.to_string())?;
+        let pending = self.queue.submit(job).map_err(|_| "the server is busy or stopping; try again".to_string())?;
+        match pending.answer().await {
+            Ok(results) => Ok(results),
+            Err(Failed::Request(e)) => Err(e.to_string()),
+            Err(Failed::Batch(msg)) => Err(msg),
+            Err(Failed::Dropped) => Err("the queue dropped the request".into()),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Judge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("readout", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Readout decides rubric criteria with a small local model by reading the answer letters' \
+                 logits. Call `score` with a rubric (JSON object with `questions`, or a file path) and texts.",
+            )
+    }
+}
