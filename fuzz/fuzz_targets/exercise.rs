@@ -4,10 +4,10 @@
 #![allow(dead_code)]
 
 use readout::debias::{orderings, DebiasMode};
-use readout::evalset::{EvalSet, LoadOptions};
-use readout::prompt::{user_turn_in, PromptVersion};
-use readout::results::{default_name, ResultFile};
-use readout::rubric::{Criterion, Rubric};
+use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::formats::results::{default_name, ResultFile};
+use readout::formats::rubric::{Criterion, Rubric};
+use readout::pipeline::prompt::{user_turn_in, PromptVersion};
 use std::path::Path;
 
 /// Every user turn a run would show the model for `criterion`, in both layouts.

@@ -13,16 +13,16 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
-use readout::evalset::EvalSet;
+use readout::formats::evalset::EvalSet;
 use readout::hub::{resolve, HubOptions, HubSpec};
-use readout::loglik::Request;
-use readout::results::ResultFile;
-use readout::request::{Policy, ScoreJob, ScoreRequest};
-use readout::run::{Control, RunInput};
-use readout::score::Text;
-use readout::template::TemplateSource;
+use readout::analysis::loglik::Request;
+use readout::formats::results::ResultFile;
+use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
+use readout::jobs::run::{Control, RunInput};
+use readout::jobs::score::Text;
+use readout::engine::template::TemplateSource;
 use readout::truncate::Truncate;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -201,7 +201,7 @@ impl Judge {
         let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(lib_err)?;
         let results = py
             .allow_threads(|| {
-                readout::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| {
+                readout::jobs::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| {
                     true
                 })
             })
@@ -259,8 +259,8 @@ impl Judge {
                     family,
                 };
                 let result = match &groups {
-                    Some(g) => readout::run::run_groups(input, g, &mut control),
-                    None => readout::run::run(input, &mut control),
+                    Some(g) => readout::jobs::run::run_groups(input, g, &mut control),
+                    None => readout::jobs::run::run(input, &mut control),
                 }?;
                 if let Some(p) = &out {
                     result.write(p)?;
@@ -272,7 +272,7 @@ impl Judge {
     }
 
     /// Log-likelihood of each (context ids, continuation ids): (Σ log p, every token greedy),
-    /// all planned as one prefix tree ([`readout::loglik`]); `plain`: one request at a time,
+    /// all planned as one prefix tree ([`readout::analysis::loglik`]); `plain`: one request at a time,
     /// nothing shared (the reference). Also what went through the model, as JSON.
     #[pyo3(signature = (requests, plain=false, pass_tokens=None))]
     fn loglikelihood(
@@ -291,9 +291,9 @@ impl Judge {
         let (answers, work) = py
             .allow_threads(|| {
                 if plain {
-                    Ok((readout::loglik::loglikelihood_plain(&self.engine, &requests)?, Default::default()))
+                    Ok((readout::analysis::loglik::loglikelihood_plain(&self.engine, &requests)?, Default::default()))
                 } else {
-                    readout::loglik::loglikelihood(&self.engine, &requests, opts)
+                    readout::analysis::loglik::loglikelihood(&self.engine, &requests, opts)
                 }
             })
             .map_err(lib_err)?;
@@ -302,7 +302,7 @@ impl Judge {
 }
 
 fn load_set(path: &Path, skip_bad: bool, family: Option<String>) -> PyResult<EvalSet> {
-    EvalSet::load(path, &readout::evalset::LoadOptions { skip_bad, limit: None, family }).map_err(lib_err)
+    EvalSet::load(path, &readout::formats::evalset::LoadOptions { skip_bad, limit: None, family }).map_err(lib_err)
 }
 
 fn result_file(json: &str, name: &str) -> PyResult<ResultFile> {
@@ -346,7 +346,7 @@ fn shard_groups(
         .debias(parse::<DebiasMode>(debias)?)
         .build()
         .map_err(lib_err)?;
-    readout::shard::split_groups(&set, &config, limit, n).map_err(lib_err)
+    readout::jobs::shard::split_groups(&set, &config, limit, n).map_err(lib_err)
 }
 
 /// The shards' result files (their JSON) merged into the one a single run writes.
@@ -356,7 +356,7 @@ fn merge(parts: Vec<String>, evalset: PathBuf, family: Option<String>, skip_bad:
     let set = load_set(&evalset, skip_bad, family)?;
     let parts =
         parts.iter().enumerate().map(|(i, p)| result_file(p, &format!("shard {i}"))).collect::<PyResult<Vec<_>>>()?;
-    to_json(&readout::shard::merge(&parts, &set).map_err(lib_err)?)
+    to_json(&readout::jobs::shard::merge(&parts, &set).map_err(lib_err)?)
 }
 
 #[pymodule]

@@ -5,14 +5,14 @@
 use crate::state::{AppState, Settings};
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
-use readout::derive::{derive_file, Derivation, DeriveOptions};
+use readout::analysis::derive::{derive_file, Derivation, DeriveOptions};
 use readout::engine::ModelConfig;
-use readout::evalset::{EvalSet, LoadOptions};
+use readout::formats::evalset::{EvalSet, LoadOptions};
 use readout::metrics::Comparison;
-use readout::results::{default_name, ResultFile, Status};
-use readout::rubric::Rubric;
-use readout::run::{Control, Progress, RunInput};
-use readout::score::{score_texts as score, Text, TextResult};
+use readout::formats::results::{default_name, ResultFile, Status};
+use readout::formats::rubric::Rubric;
+use readout::jobs::run::{Control, Progress, RunInput};
+use readout::jobs::score::{score_texts as score, Text, TextResult};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -138,8 +138,8 @@ pub async fn score_texts(
 
 /// The temperature of a calibration file, as the configuration takes it (the CLI's
 /// `--calibration`); the library checks it against the job's debias mode and model.
-fn calibration(path: Option<&Path>) -> Res<Option<readout::calibration::Calibration>> {
-    path.map(|p| readout::calibration::CalibrationFile::load(p).map(|(_, c)| c).map_err(msg)).transpose()
+fn calibration(path: Option<&Path>) -> Res<Option<readout::formats::calibration::Calibration>> {
+    path.map(|p| readout::formats::calibration::CalibrationFile::load(p).map(|(_, c)| c).map_err(msg)).transpose()
 }
 
 /// Texts scored so far, sent after each one.
@@ -323,7 +323,7 @@ pub async fn run_eval(
     let checkpoint = bench.join(default_name(&set.name, &stem, &config)).with_extension("partial.json");
     let resume = match request.resume {
         Some(true) => {
-            let (partial, resumed) = readout::run::resume(&engine, &checkpoint).map_err(|e| match e {
+            let (partial, resumed) = readout::jobs::run::resume(&engine, &checkpoint).map_err(|e| match e {
                 readout::Error::Io { .. } | readout::Error::BadFile { .. } => {
                     format!("there is no partial run of these options to resume ({e})")
                 }
@@ -342,7 +342,7 @@ pub async fn run_eval(
         let mut progress = |p: Progress| {
             let _ = on_progress.send(p);
         };
-        let every = readout::run::CHECKPOINT_EVERY;
+        let every = readout::jobs::run::CHECKPOINT_EVERY;
         let mut control = Control { progress: &mut progress, stop: &cancel, checkpoint: Some((&at, every)) };
         let input = RunInput {
             engine: &engine,
@@ -353,7 +353,7 @@ pub async fn run_eval(
             limit,
             family: None,
         };
-        readout::run::run(input, &mut control).map_err(msg)
+        readout::jobs::run::run(input, &mut control).map_err(msg)
     })
     .await
     .map_err(msg)??;
@@ -392,7 +392,7 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
             state.check_writable(&p)?;
             p
         }
-        None => readout::results::unused_path(&state.settings().bench_dir.join(result_file_name(&last))),
+        None => readout::formats::results::unused_path(&state.settings().bench_dir.join(result_file_name(&last))),
     };
     if target.exists() {
         return Err(format!("{} exists; choose another name", target.display()));
@@ -563,8 +563,8 @@ pub fn set_chat_template(state: State<'_, AppState>, path: PathBuf, template: Op
     let mut s = state.settings();
     match template.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => {
-            let source: readout::template::TemplateSource = t.parse()?;
-            readout::template::choose(Some(&source), None, &path).map_err(crate::state::load_error)?;
+            let source: readout::engine::template::TemplateSource = t.parse()?;
+            readout::engine::template::choose(Some(&source), None, &path).map_err(crate::state::load_error)?;
             s.chat_templates.insert(path.clone(), t.to_string());
         }
         None => {
@@ -578,7 +578,7 @@ pub fn set_chat_template(state: State<'_, AppState>, path: PathBuf, template: Op
 /// The chat-template families Readout knows (llama.cpp's names), for the Models page to offer.
 #[tauri::command]
 pub fn chat_template_names() -> Vec<String> {
-    readout::template::NAMES.iter().map(|n| n.to_string()).collect()
+    readout::engine::template::NAMES.iter().map(|n| n.to_string()).collect()
 }
 
 /// A judge worth trying, from the library's catalogue (`readout models`), as the Models page
@@ -783,7 +783,7 @@ pub fn write_text_file(state: State<'_, AppState>, path: PathBuf, contents: Stri
 /// given (the read-only `deviceInUse` included, which is ignored) with `threads: 0` for all cores.
 #[tauri::command]
 pub fn set_settings(state: State<'_, AppState>, mut settings: Settings) -> Res<SettingsView> {
-    if settings.device.parse::<readout::device::DeviceRequest>().is_err() {
+    if settings.device.parse::<readout::engine::device::DeviceRequest>().is_err() {
         return Err(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device));
     }
     settings.threads = settings.threads.filter(|&n| n > 0);

@@ -9,11 +9,11 @@ use crate::commands::{
     ScoreOptions, ScoreProgress, SettingsView, TextIn,
 };
 use crate::state::Settings;
-use readout::derive::Derivation;
+use readout::analysis::derive::Derivation;
 use readout::metrics::Comparison;
-use readout::results::ResultFile;
-use readout::run::Progress;
-use readout::score::TextResult;
+use readout::formats::results::ResultFile;
+use readout::jobs::run::Progress;
+use readout::jobs::score::TextResult;
 use std::path::Path;
 use ts_rs::{Config, ExportError, TS};
 

@@ -2,11 +2,11 @@
 //! cancel flags of the running evaluation and of the download from the hub, the last result,
 //! and where the hub and its cache are.
 
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
 use readout::hub::HubOptions;
-use readout::results::ResultFile;
-use readout::template::TemplateSource;
+use readout::formats::results::ResultFile;
+use readout::engine::template::TemplateSource;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ pub struct Settings {
     /// Models added through the dialog or downloaded from the hub.
     pub models: Vec<PathBuf>,
     /// The chat template each model is read with, when it is not the model's own: a family's
-    /// name (`gemma`, `chatml`, …: `readout::template::NAMES`) or a Jinja file's path, as the
+    /// name (`gemma`, `chatml`, …: `readout::engine::template::NAMES`) or a Jinja file's path, as the
     /// CLI's `--chat-template` takes it.
     pub chat_templates: BTreeMap<PathBuf, String>,
 }

@@ -201,7 +201,7 @@ fn calibration_file() -> std::path::PathBuf {
 fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
     let app = app();
     let cal = calibration_file();
-    let (_, applied) = readout::calibrate::CalibrationFile::load(&cal).unwrap();
+    let (_, applied) = readout::analysis::calibrate::CalibrationFile::load(&cal).unwrap();
     // `model` None: the app's default, the tiny random model.
     let score = |debias: &str, model: Option<&std::path::Path>, options: Value| {
         call(
@@ -218,7 +218,7 @@ fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
         let probs = |c: &Value| -> Vec<f64> {
             c["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect()
         };
-        let want = readout::calibrate::apply_temperature(&probs(a), applied.temperature);
+        let want = readout::analysis::calibrate::apply_temperature(&probs(a), applied.temperature);
         for (got, want) in probs(b).iter().zip(&want) {
             assert!((got - want).abs() < 1e-9, "{got} vs {want}");
         }
@@ -477,7 +477,7 @@ fn cancel_mid_run_gives_a_valid_partial_file() {
     let rows = r["rows"].as_array().unwrap().len();
     assert!(rows < 144, "{rows} rows");
     let saved = call(&app, "save_result", json!({})).unwrap();
-    let file = readout::results::ResultFile::load(std::path::Path::new(saved.as_str().unwrap())).unwrap();
+    let file = readout::formats::results::ResultFile::load(std::path::Path::new(saved.as_str().unwrap())).unwrap();
     assert_eq!(file.rows.len(), rows);
     // The stopped run's partial file is in the results folder; the same options with `resume`
     // complete it, and its rows are those of a run never stopped.
@@ -573,7 +573,7 @@ struct MockFixtures {
     partials: Vec<MockPartial>,
     comparisons: Vec<MockComparison>,
     /// The temperature of the bundled calibration file, as the library reads it for a job.
-    calibration: readout::calibrate::Calibration,
+    calibration: readout::analysis::calibrate::Calibration,
 }
 
 #[derive(serde::Serialize, ts_rs::TS)]
@@ -581,7 +581,7 @@ struct MockFixtures {
 struct MockDerivation {
     model: std::path::PathBuf,
     prune_to: u64,
-    derivation: readout::derive::Derivation,
+    derivation: readout::analysis::derive::Derivation,
 }
 
 #[derive(serde::Serialize, ts_rs::TS)]
@@ -695,15 +695,15 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     for m in &models {
         // The answer letters of most criteria (the mock refuses other counts, saying why).
         for prune_to in MOCK_LETTERS {
-            let opts = readout::derive::DeriveOptions { prune_to, ..Default::default() };
-            let derivation = readout::derive::derive(&m.config, opts).unwrap();
+            let opts = readout::analysis::derive::DeriveOptions { prune_to, ..Default::default() };
+            let derivation = readout::analysis::derive::derive(&m.config, opts).unwrap();
             derivations.push(MockDerivation { model: m.path.clone(), prune_to, derivation });
         }
     }
     let step = 24;
     let mut partials = Vec::new();
     for (debias, file) in &runs {
-        let whole = readout::results::ResultFile::load(file).unwrap();
+        let whole = readout::formats::results::ResultFile::load(file).unwrap();
         for rows in (step..=whole.rows.len()).step_by(step) {
             let mut cut = whole.clone();
             cut.rows.truncate(rows);
@@ -721,7 +721,7 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     assert_eq!(comparisons.len(), 4);
     let catalogue = readout_app_lib::commands::catalogue();
     let chat_template_names = readout_app_lib::commands::chat_template_names();
-    let (_, calibration) = readout::calibrate::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
+    let (_, calibration) = readout::analysis::calibrate::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
     let mock = MockFixtures { models, catalogue, chat_template_names, derivations, partials, comparisons, calibration };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);

@@ -4,7 +4,7 @@
 use super::ModelArgs;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use readout::bench::{prefill, BenchPrompt};
+use readout::analysis::bench::{prefill, BenchPrompt};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -239,12 +239,12 @@ fn run_matmul(a: MatmulArgs) -> Result<i32> {
         "Q6K" => candle_core::quantized::GgmlDType::Q6K,
         _ => candle_core::quantized::GgmlDType::Q4_1,
     };
-    let timings = readout::bench::matmul_paths(&info.config, dtype, &a.rows, a.repeats)?;
+    let timings = readout::analysis::bench::matmul_paths(&info.config, dtype, &a.rows, a.repeats)?;
     let out = serde_json::json!({
         "schema": "readout.bench.matmul",
         "schema_version": 1,
         "label": "MEASURED",
-        "created": readout::results::now_utc(),
+        "created": readout::formats::results::now_utc(),
         "command": format!("readout bench matmul --rows {} --out {}", a.rows.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","), a.out.display()),
         "model": info.name,
         "model_file": info.path.file_name().map(|f| f.to_string_lossy().into_owned()),
@@ -330,7 +330,7 @@ fn run_make_model(a: MakeModelArgs) -> Result<i32> {
 }
 
 fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
-    use readout::bench::{fit_rows, logit_cost, logit_cost_tokens, LOGIT_COST_TEXT};
+    use readout::analysis::bench::{fit_rows, logit_cost, logit_cost_tokens, LOGIT_COST_TEXT};
     use readout::engine::Prefix;
     let max_suffix = a.suffix.iter().copied().max().unwrap_or(0);
     if max_suffix == 0 || a.suffix.contains(&0) {
@@ -343,7 +343,7 @@ fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
-    let rubric = readout::rubric::Rubric::load(&a.rubric)?;
+    let rubric = readout::formats::rubric::Rubric::load(&a.rubric)?;
     let toks = logit_cost_tokens(&engine, &rubric, LOGIT_COST_TEXT, a.prefix_tokens, max_suffix)?;
     let t1 = std::time::Instant::now();
     let prefix = engine.extend(&Prefix::empty(), &toks.prefix)?;
@@ -367,13 +367,13 @@ fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
     let full = run(&engine, "full", false)?;
     let pruned = if a.pruned { Some(run(&engine, "pruned", true)?) } else { None };
     let info = engine.info();
-    let derived = readout::derive::derive(&info.config, Default::default())?;
+    let derived = readout::analysis::derive::derive(&info.config, Default::default())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let out = serde_json::json!({
         "schema": "readout.bench.logit-cost",
         "schema_version": 1,
         "label": "MEASURED",
-        "created": readout::results::now_utc(),
+        "created": readout::formats::results::now_utc(),
         "command": format!("readout {}", args.join(" ")),
         "version": env!("CARGO_PKG_VERSION"),
         "model": info.name,

@@ -3,9 +3,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::calibrate;
-use readout::calibration::{at_range_edge, CalibrationFile, BETA_RANGE};
-use readout::results::ResultFile;
+use readout::analysis::calibrate;
+use readout::formats::calibration::{at_range_edge, CalibrationFile, BETA_RANGE};
+use readout::formats::results::ResultFile;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]

@@ -1,10 +1,10 @@
 //! `readout derive MODEL`: the DERIVED figures (FLOPs, bytes, sizes) of a model's shape, read
 //! from its metadata only, so that speed claims about the levers can be checked against
-//! arithmetic. The work is in `readout::derive`; this prints it.
+//! arithmetic. The work is in `readout::analysis::derive`; this prints it.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::derive::{derive_file, DeriveOptions};
+use readout::analysis::derive::{derive_file, DeriveOptions};
 use std::path::PathBuf;
 
 #[derive(Args)]

@@ -5,10 +5,10 @@
 use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::evalset::{EvalSet, LoadOptions};
-use readout::levers::{markdown, row, variants, LeverRow};
-use readout::results::default_name;
-use readout::run::{run, Control, RunInput};
+use readout::analysis::levers::{markdown, row, variants, LeverRow};
+use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::formats::results::default_name;
+use readout::jobs::run::{run, Control, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -83,7 +83,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
         "schema": "readout.bench.levers",
         "schema_version": 1,
         "label": "MEASURED",
-        "created": readout::results::now_utc(),
+        "created": readout::formats::results::now_utc(),
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "eval_set": set.name,
         "model": engine.info().name,

@@ -19,9 +19,9 @@ mod serve;
 
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
+use readout::engine::template::TemplateSource;
 use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
-use readout::template::TemplateSource;
 use std::path::PathBuf;
 
 /// Decide rubric criteria with a small local language model by reading the answer-letter logits.
@@ -117,9 +117,9 @@ impl SelectArgs {
 }
 
 /// The temperature of a `--calibration` file, as the configuration takes it.
-pub fn calibration(path: Option<&std::path::Path>) -> Result<Option<readout::calibration::Calibration>> {
+pub fn calibration(path: Option<&std::path::Path>) -> Result<Option<readout::formats::calibration::Calibration>> {
     Ok(match path {
-        Some(p) => Some(readout::calibration::CalibrationFile::load(p)?.1),
+        Some(p) => Some(readout::formats::calibration::CalibrationFile::load(p)?.1),
         None => None,
     })
 }

@@ -5,8 +5,8 @@
 use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::evalset::{EvalSet, LoadOptions};
-use readout::run::prompt_texts;
+use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::jobs::run::prompt_texts;
 use std::io::Write;
 
 #[derive(Args)]
@@ -25,7 +25,7 @@ pub fn run(a: PromptsArgs) -> Result<i32> {
     let set =
         EvalSet::load(&sel.evalset, &LoadOptions { limit: None, family: sel.family.clone(), ..Default::default() })?;
     let config = sel.builder()?.matmul(a.model.matmul).build()?;
-    readout::run::check_input(&set, &config, sel.limit)?;
+    readout::jobs::run::check_input(&set, &config, sel.limit)?;
     let engine = a.model.load()?;
     let mut out = std::io::stdout().lock();
     for p in prompt_texts(&engine, &set, &config, sel.limit)? {

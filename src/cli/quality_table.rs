@@ -5,8 +5,8 @@
 //! files, never typed.
 
 use anyhow::{bail, Context, Result};
-use readout::calibration::CalibrationFile;
-use readout::results::{ResultFile, Status};
+use readout::formats::calibration::CalibrationFile;
+use readout::formats::results::{ResultFile, Status};
 use std::path::{Path, PathBuf};
 
 const HEADER: [&str; 13] = [
@@ -85,7 +85,8 @@ fn line(dir: &Path, p: &Path, r: &ResultFile) -> Vec<String> {
             .calibration
             .as_ref()
             .map(|c| {
-                let edge = if readout::calibration::at_range_edge(c.temperature) { " (range edge)" } else { "" };
+                let edge =
+                    if readout::formats::calibration::at_range_edge(c.temperature) { " (range edge)" } else { "" };
                 format!("{:.3}{edge}", c.temperature)
             })
             .unwrap_or_else(|| "—".into()),

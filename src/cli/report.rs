@@ -2,9 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use readout::formats::results::{ResultFile, Status};
+use readout::jobs::run::Mode;
 use readout::metrics::compare_with;
-use readout::results::{ResultFile, Status};
-use readout::run::Mode;
 use std::path::{Path, PathBuf};
 
 /// The end-of-run summary.

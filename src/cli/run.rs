@@ -3,9 +3,9 @@
 use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use readout::evalset::{EvalSet, LoadOptions};
-use readout::results::{default_name, unused_path, ResultFile, Status};
-use readout::run::{run, Control, Mode, Progress, RunInput};
+use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::formats::results::{default_name, unused_path, ResultFile, Status};
+use readout::jobs::run::{run, Control, Mode, Progress, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ pub struct RunArgs {
     prune_head: bool,
     /// Prompt layout: default (readout-v1) or terse (readout-terse-v1: fewer tokens per criterion).
     #[arg(long, default_value = "default")]
-    prompt: readout::prompt::PromptVersion,
+    prompt: readout::pipeline::prompt::PromptVersion,
     /// Lever off: score every prompt from scratch instead of sharing prefixes in a tree.
     #[arg(long)]
     no_prefix_tree: bool,
@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Rewrite the partial result file at most this often while the run goes (seconds; 0: after every pass). A killed run keeps what the last rewrite held.
-    #[arg(long, default_value_t = readout::run::CHECKPOINT_EVERY.as_secs_f64(), value_parser = parse_seconds)]
+    #[arg(long, default_value_t = readout::jobs::run::CHECKPOINT_EVERY.as_secs_f64(), value_parser = parse_seconds)]
     checkpoint_every: f64,
     /// Print the metrics as JSON at the end instead of a summary.
     #[arg(long)]
@@ -92,7 +92,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     // The device's levers (the pass size among them) are resolved in the library, as for every shell.
     let mut config = builder.build()?;
     // The set's rows and shots are checked before the model loads: a bad input costs no load.
-    readout::run::check_input(&set, &config, sel.limit)?;
+    readout::jobs::run::check_input(&set, &config, sel.limit)?;
     // A bad partial file is refused before the model loads; it is resumed once it has.
     if let Some(p) = &a.resume {
         ResultFile::load(p)?;
@@ -103,7 +103,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     config = config.resolve(&engine);
     let resume = match &a.resume {
         Some(p) => {
-            let (partial, resumed) = readout::run::resume(&engine, p)?;
+            let (partial, resumed) = readout::jobs::run::resume(&engine, p)?;
             config = resumed;
             Some(partial)
         }
@@ -119,7 +119,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
             // A pass size the user did not choose (the device's) is not named.
             let mut named = config.clone();
             if a.pass_tokens.is_none() {
-                named.levers.pass_tokens = readout::results::default_pass_tokens();
+                named.levers.pass_tokens = readout::formats::results::default_pass_tokens();
             }
             let path = PathBuf::from("bench/results").join(default_name(&set.name, &stem, &named));
             if a.force {

@@ -8,9 +8,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::debias::DebiasMode;
-use readout::request::{Policy, ScoreJob, ScoreRequest};
-use readout::score::{score_texts, Abstained, Text, TextResult};
-use readout::texts::{read_texts, TextsFormat};
+use readout::formats::texts::{read_texts, TextsFormat};
+use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
+use readout::jobs::score::{score_texts, Abstained, Text, TextResult};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -227,7 +227,7 @@ impl<'a> Printer<'a> {
         let csv = (format == Format::Csv).then(|| csv::Writer::from_writer(std::io::stdout()));
         let mut p = Printer { format, texts, as_finished, next: 0, waiting: BTreeMap::new(), csv };
         if let Some(w) = p.csv.as_mut() {
-            w.write_record(readout::answers::CSV_HEADER)?;
+            w.write_record(readout::jobs::answers::CSV_HEADER)?;
             w.flush()?;
         }
         Ok(p)
@@ -267,7 +267,7 @@ impl<'a> Printer<'a> {
             }
             Format::Csv => {
                 if let Some(w) = self.csv.as_mut() {
-                    for row in readout::answers::csv_rows(r, self.texts.get(r.index)) {
+                    for row in readout::jobs::answers::csv_rows(r, self.texts.get(r.index)) {
                         w.write_record(&row)?;
                     }
                     w.flush()?;

@@ -4,12 +4,12 @@
 
 use crate::common;
 
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_hf_dir};
+use readout::engine::template::{builtin, TemplateSource};
 use readout::engine::{Architecture, Engine, LoadOptions};
 use readout::hash::sha256_bytes;
-use readout::prompt::{messages, Message};
-use readout::template::{builtin, TemplateSource};
+use readout::pipeline::prompt::{messages, Message};
 
 fn load(path: &std::path::Path, chat_template: Option<TemplateSource>) -> readout::Result<Engine> {
     Engine::load(path, &LoadOptions { device: DeviceRequest::Cpu, chat_template, ..Default::default() })

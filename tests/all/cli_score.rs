@@ -128,20 +128,27 @@ fn a_bad_rubric_names_the_field() {
 fn scoring_stops_after_the_text_where_progress_says_so() {
     // The app's Cancel: `progress` answers false, and the texts scored so far come back.
     let engine = common::default_engine();
-    let rubric = readout::rubric::Rubric::load(&common::repo().join("examples/support-ticket.rubric.json")).unwrap();
-    let texts: Vec<readout::score::Text> = ["Refund me.", "The app crashes.", "Thanks!"]
+    let rubric =
+        readout::formats::rubric::Rubric::load(&common::repo().join("examples/support-ticket.rubric.json")).unwrap();
+    let texts: Vec<readout::jobs::score::Text> = ["Refund me.", "The app crashes.", "Thanks!"]
         .iter()
-        .map(|t| readout::score::Text { id: None, text: t.to_string() })
+        .map(|t| readout::jobs::score::Text { id: None, text: t.to_string() })
         .collect();
     let mut seen = Vec::new();
     // Small passes, so that the texts finish in passes of their own.
     let config = readout::config::RunConfig::builder().pass_tokens(8).build().unwrap();
-    let out =
-        readout::score::score_texts(&engine, &rubric, &texts, &config, &Default::default(), &mut |r, done, total| {
+    let out = readout::jobs::score::score_texts(
+        &engine,
+        &rubric,
+        &texts,
+        &config,
+        &Default::default(),
+        &mut |r, done, total| {
             seen.push((r.index, done, total));
             done < 2
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     // Texts finish in the prompt tree's order, which is not the texts' order.
     assert_eq!(seen.iter().map(|&(_, done, total)| (done, total)).collect::<Vec<_>>(), vec![(1, 3), (2, 3)]);
     let mut first_two: Vec<usize> = seen.iter().map(|&(i, _, _)| i).collect();

@@ -33,7 +33,7 @@ fn committed_result_files_match_the_schema() {
         }
         let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
         assert!(errors.is_empty(), "{}:\n{}", p.display(), errors.join("\n"));
-        readout::results::ResultFile::load(&p).unwrap();
+        readout::formats::results::ResultFile::load(&p).unwrap();
         n += 1;
     }
     assert!(n >= 6, "the performance table needs its six result files");
@@ -68,14 +68,14 @@ fn the_committed_lever_table_is_generated_from_its_summary() {
         panic!("{} is missing: run `readout bench levers` (see bench/README.md)", path.display())
     };
     let doc: Value = serde_json::from_str(&text).unwrap();
-    let rows: Vec<readout::levers::LeverRow> = serde_json::from_value(doc["rows"].clone()).unwrap();
+    let rows: Vec<readout::analysis::levers::LeverRow> = serde_json::from_value(doc["rows"].clone()).unwrap();
     // Every variant's result file is there and says what the summary says.
     for r in &rows {
-        let f = readout::results::ResultFile::load(&dir.join(&r.file)).unwrap();
+        let f = readout::formats::results::ResultFile::load(&dir.join(&r.file)).unwrap();
         assert_eq!(f.plan.computed_tokens, r.computed_tokens, "{}", r.file);
         assert_eq!(f.rows.len(), r.rows, "{}", r.file);
     }
-    let table = readout::levers::markdown(&rows);
+    let table = readout::analysis::levers::markdown(&rows);
     let committed = std::fs::read_to_string(common::repo().join("bench/README.md")).unwrap();
     assert!(committed.contains(&table), "bench/README.md's lever table differs from {}", path.display());
 }

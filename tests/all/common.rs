@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests: the repository root, the default model, the CLI.
 #![allow(dead_code)]
 
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -47,7 +47,7 @@ pub fn validate(path: &std::path::Path) -> serde_json::Value {
     let v = jsonschema::validator_for(&schema).expect("schema compiles");
     let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
-    readout::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
+    readout::formats::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
     doc
 }
 

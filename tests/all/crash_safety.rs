@@ -36,7 +36,7 @@ fn read_valid(path: &Path, v: &jsonschema::Validator) -> Option<Value> {
         .unwrap_or_else(|e| panic!("{} is not a whole JSON document ({e}): a torn write", path.display()));
     let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
     assert!(errors.is_empty(), "{} does not match the schema:\n{}", path.display(), errors.join("\n"));
-    readout::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
+    readout::formats::results::ResultFile::load(path).unwrap_or_else(|e| panic!("{e}"));
     Some(doc)
 }
 

@@ -4,7 +4,7 @@
 //! the device `READOUT_TEST_DEVICE` names (`cuda`, `metal`).
 
 use candle_core::quantized::GgmlDType;
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, write_gguf, write_hf_dir};
 use readout::engine::{
     Architecture, AttentionPath, Engine, FusedKernels, LoadOptions, MatmulPath, PassOptions, Precision, Prefix, Suffix,

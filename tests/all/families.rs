@@ -6,7 +6,7 @@
 //! several passes, native quantised weights — must give the logits of one plain forward pass
 //! over the whole sequence. They run on the CPU, or on the device `READOUT_TEST_DEVICE` names.
 
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, tiny_llama3};
 use readout::engine::{Architecture, Engine, ModelConfig, PassOptions, Prefix, Suffix, WeightsMode};
 use std::path::{Path, PathBuf};

@@ -28,7 +28,7 @@ use crate::common;
 use readout::config::RunConfig;
 use readout::debias::DebiasMode;
 use readout::engine::{Engine, LoadOptions, Prefix, Suffix};
-use readout::evalset::EvalSet;
+use readout::formats::evalset::EvalSet;
 use readout::math::{argmax, softmax};
 use std::collections::HashMap;
 
@@ -55,7 +55,7 @@ fn check(engine: &Engine, fixture: &str, shots: usize, max_dp: f64) -> (f64, Has
     assert!(fixture.items.len() >= 30);
     let set = EvalSet::load(&common::repo().join("bench/evalsets/authored144.jsonl"), &Default::default()).unwrap();
     let config = RunConfig::builder().shots(shots).debias(DebiasMode::Cyclic).build().unwrap();
-    let prompts: HashMap<String, String> = readout::run::prompt_texts(engine, &set, &config, None)
+    let prompts: HashMap<String, String> = readout::jobs::run::prompt_texts(engine, &set, &config, None)
         .unwrap()
         .into_iter()
         .map(|p| (p.id, p.prompt))
@@ -124,7 +124,7 @@ fn shipped_q4_1_matches_llama_cpp_answers() {
 /// has none), on the prompts of the 3-shot cyclic run.
 fn gemma(path: &std::path::Path) -> Engine {
     let opts = LoadOptions {
-        device: readout::device::DeviceRequest::Cpu,
+        device: readout::engine::device::DeviceRequest::Cpu,
         chat_template: Some("gemma".parse().unwrap()),
         ..Default::default()
     };

@@ -7,7 +7,7 @@
 //! one plain forward pass over the whole sequence. They run on the CPU, or on the device
 //! `READOUT_TEST_DEVICE` names.
 
-use readout::device::DeviceRequest;
+use readout::engine::device::DeviceRequest;
 use readout::engine::synthetic::{tiny_config, tiny_gemma3_with_window};
 use readout::engine::{Architecture, Engine, ModelConfig, PassOptions, Prefix, Suffix, Unit, WeightsMode};
 use std::path::{Path, PathBuf};

@@ -162,7 +162,8 @@ fn circles(root: &Path) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut s = State { edges: &edges, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
+    let mut s =
+        State { edges: &edges, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
     for v in edges.keys() {
         if !s.index.contains_key(v) {
             visit(&mut s, v);

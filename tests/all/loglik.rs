@@ -1,11 +1,11 @@
-//! Log-likelihoods planned as one prefix tree (`readout::loglik`) against each request computed
+//! Log-likelihoods planned as one prefix tree (`readout::analysis::loglik`) against each request computed
 //! alone, a token at a time, on tiny random-weights models (f32 weights and KV cache, where the two
 //! ways sum the same products): shared contexts, multi-token continuations, a context that is a
 //! strict prefix of another, a leaf longer than a pass; and against the full logits by hand.
 
+use readout::analysis::loglik::{loglikelihood, loglikelihood_plain, Request};
 use readout::engine::synthetic::{tiny_config, write_gguf};
 use readout::engine::{Architecture, Engine, KvCache, LoadOptions, Prefix, WeightsMode};
-use readout::loglik::{loglikelihood, loglikelihood_plain, Request};
 
 fn engine(arch: Architecture, dir: &tempfile::TempDir) -> Engine {
     let path = dir.path().join(format!("{}.gguf", arch.as_str()));

@@ -78,11 +78,11 @@ fn an_over_long_state_is_refused_naming_the_item_and_the_token_counts() {
     let state_tokens = number_after(&err, &format!("{prompt_tokens} tokens ("));
     let over = number_after(&err, "context holds 8192, ");
     let engine = common::default_engine();
-    let set_doc = readout::evalset::EvalSet::load(&set, &Default::default()).unwrap();
+    let set_doc = readout::formats::evalset::EvalSet::load(&set, &Default::default()).unwrap();
     let c = &set_doc.items[1].criteria[0];
     let render = |state: &str| {
-        let user = readout::prompt::user_turn(state, c, &[0, 1, 2]);
-        let text = engine.template().render(&readout::prompt::messages(&[], user)).unwrap();
+        let user = readout::pipeline::prompt::user_turn(state, c, &[0, 1, 2]);
+        let text = engine.template().render(&readout::pipeline::prompt::messages(&[], user)).unwrap();
         engine.tokenizer().encode(&text).unwrap().len()
     };
     assert_eq!(prompt_tokens, render(&state));

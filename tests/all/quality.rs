@@ -98,7 +98,7 @@ fn a_calibrated_run_is_the_plain_run_at_the_temperature_and_records_it() {
     for (rp, rh) in p["rows"].as_array().unwrap().iter().zip(h["rows"].as_array().unwrap()) {
         let probs =
             |r: &Value| -> Vec<f64> { r["probs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
-        let want = readout::calibration::apply_temperature(&probs(rp), t);
+        let want = readout::formats::calibration::apply_temperature(&probs(rp), t);
         for (a, b) in want.iter().zip(probs(rh)) {
             assert!((a - b).abs() < 1e-12, "{want:?} against {:?}", probs(rh));
         }

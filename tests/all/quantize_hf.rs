@@ -12,7 +12,11 @@ const PROMPT: &str = "<|im_start|>system\nAnswer with a letter.<|im_end|>\n<|im_
 fn load(path: &Path) -> Engine {
     Engine::load(
         path,
-        &LoadOptions { device: readout::device::DeviceRequest::Cpu, matmul: MatmulPath::Dense, ..Default::default() },
+        &LoadOptions {
+            device: readout::engine::device::DeviceRequest::Cpu,
+            matmul: MatmulPath::Dense,
+            ..Default::default()
+        },
     )
     .unwrap()
 }

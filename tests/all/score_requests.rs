@@ -6,8 +6,8 @@
 use super::common;
 use readout::config::RunConfig;
 use readout::debias::DebiasMode;
-use readout::rubric::Rubric;
-use readout::score::{score_requests, score_texts, Request, Text, TextResult};
+use readout::formats::rubric::Rubric;
+use readout::jobs::score::{score_requests, score_texts, Request, Text, TextResult};
 
 fn texts(t: &[&str]) -> Vec<Text> {
     t.iter().map(|s| Text { id: None, text: s.to_string() }).collect()

@@ -12,10 +12,10 @@
 use crate::common;
 
 use readout::debias::{orderings, DebiasMode};
-use readout::evalset::{EvalSet, LoadOptions};
-use readout::prompt::{self, Shot, LETTERS};
-use readout::rubric::Rubric;
-use readout::template::{choose, TemplateSource};
+use readout::engine::template::{choose, TemplateSource};
+use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::formats::rubric::Rubric;
+use readout::pipeline::prompt::{self, Shot, LETTERS};
 
 const GEMMA: &str = "models/gemma-3-270m-q4_k_m.gguf";
 

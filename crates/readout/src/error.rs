@@ -51,7 +51,7 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
-    /// A score request ([`crate::request::ScoreRequest`]) with a wrong field; `reason` says
+    /// A score request ([`crate::jobs::request::ScoreRequest`]) with a wrong field; `reason` says
     /// what to give instead.
     #[error("{reason}")]
     Request { field: String, reason: String },

@@ -1,12 +1,18 @@
 //! Readout: decide rubric criteria with a small local language model by reading the logits of
 //! the answer letters, and evaluate such models honestly.
 //!
-//! The pipeline, one module per stage, data flowing one way: [`input`] (an eval set's rows with
-//! gold, or a rubric's criteria for texts) → [`plan`] (prompts, fitted to the context, as one
-//! prompt tree) → [`exec`] (the walk of the tree through the [`engine`]) → [`combine`] (orderings
-//! and debias) → [`metrics`] → [`results`]. [`pipeline`] runs exec and combine in their phases;
-//! [`run`] and [`score`] only sequence the stages, under one [`config::RunConfig`]. The CLI
-//! (`src/main.rs`), the desktop app and the other shells only parse, call and present.
+//! The layers, each using only those above it in this list (a test keeps it so):
+//! utilities ([`error`], [`math`], [`hash`], [`atomic`], [`memory`]); the [`engine`] (a model,
+//! its tokenizer and chat template, the passes: nothing about rubrics); the [`hub`] and the
+//! [`models`] catalogue; the typed options ([`config`], [`debias`], [`truncate`]) and the
+//! [`metrics`]; the [`formats`] Readout reads and writes (rubrics, eval sets, texts, result and
+//! calibration files); the [`pipeline`], one module per stage, data flowing one way: input (an
+//! eval set's rows with gold, or a rubric's criteria for texts) → plan (prompts, fitted to the
+//! context, as one prompt tree) → exec (the walk of the tree through the engine) → combine
+//! (orderings and debias), then metrics and the result file; the [`jobs`] ([`jobs::run`],
+//! [`jobs::score`], the one [`jobs::request::ScoreRequest`] every shell builds); and the
+//! [`analysis`] tools. The CLI, the service, the desktop app and Python only parse, call and
+//! present.
 
 /// `as_str` (the name the CLI and result files use) and `FromStr` for an option's enum, from one
 /// list of names, so that every option spells its values one way everywhere (the engine's
@@ -33,42 +39,31 @@ macro_rules! option_names {
     };
 }
 
-pub mod bench;
-pub mod answers;
+// Below everything: errors, arithmetic, hashing, atomic writes, memory readings.
 pub mod atomic;
-pub mod calibrate;
-pub mod calibration;
-pub mod combine;
-pub mod config;
-pub mod debias;
-pub mod derive;
-pub mod device;
-pub mod engine;
 pub mod error;
-pub mod evalset;
-pub mod exec;
 pub mod hash;
-pub mod hub;
-pub mod input;
-pub mod levers;
-pub mod loglik;
 pub mod math;
 pub mod memory;
-pub mod metrics;
-pub mod models;
-pub mod pipeline;
-pub mod plan;
-pub mod prompt;
+// The engine: a model, its tokenizer and chat template, the passes; no rubric in it.
+pub mod engine;
 pub mod quantize;
-pub mod request;
-pub mod results;
-pub mod rubric;
-pub mod run;
-pub mod score;
-pub mod shard;
-pub mod template;
-pub mod texts;
+// Models from the hub and the catalogue of known ones.
+pub mod hub;
+pub mod models;
+// The typed options every number depends on, and the metrics.
+pub mod config;
+pub mod debias;
+pub mod metrics;
 pub mod truncate;
+// The files Readout reads and writes.
+pub mod formats;
+// The stages a job's prompts go through.
+pub mod pipeline;
+// The jobs the shells run: evaluate, score, the one score request.
+pub mod jobs;
+// Tools over result files and models: benchmarks, levers, calibration fits, log-likelihoods.
+pub mod analysis;
 
 pub use error::{Error, GgufProblem, Result};
 

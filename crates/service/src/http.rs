@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use readout::engine::Engine;
-use readout::request::{Policy, ScoreRequest, TextIn};
-use readout::score::{CriterionResult, OptionResult, Text, TextResult};
+use readout::jobs::request::{Policy, ScoreRequest, TextIn};
+use readout::jobs::score::{CriterionResult, OptionResult, Text, TextResult};
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,7 +51,12 @@ struct AppState {
 
 /// Serve `engine` on `addr` until SIGINT or SIGTERM, then finish the requests in flight.
 /// `listening` is told the bound address (a port of 0 picks a free one) once requests are taken.
-pub fn serve(engine: Arc<Engine>, addr: SocketAddr, options: Options, listening: impl FnOnce(SocketAddr)) -> crate::Result<()> {
+pub fn serve(
+    engine: Arc<Engine>,
+    addr: SocketAddr,
+    options: Options,
+    listening: impl FnOnce(SocketAddr),
+) -> crate::Result<()> {
     let (queue, thread) =
         Queue::start(engine.clone(), options.queue).map_err(|err| Error::Start { what: "queue", err })?;
     let state = Arc::new(AppState { engine, options, queue, in_flight: AtomicUsize::new(0) });

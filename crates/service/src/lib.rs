@@ -2,7 +2,7 @@
 //! request waiting while a batch runs is read in the next batch, one per configuration, with
 //! shared passes), the HTTP API ([`http`]: `POST /v1/score`, `GET /v1/models`, `/health`,
 //! `/openapi.json`) and the Model Context Protocol server ([`mcp`]). Requests arrive as the
-//! library's one [`readout::request::ScoreRequest`]; what comes back is what `readout score
+//! library's one [`readout::jobs::request::ScoreRequest`]; what comes back is what `readout score
 //! --json` prints. The CLI's `serve` and `mcp` only parse their arguments and load the model.
 
 pub mod http;

@@ -7,8 +7,8 @@
 use crate::queue::{Failed, Queue};
 use crate::Error;
 use readout::engine::Engine;
-use readout::request::{Policy, ScoreRequest};
-use readout::score::TextResult;
+use readout::jobs::request::{Policy, ScoreRequest};
+use readout::jobs::score::TextResult;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};

@@ -1,13 +1,13 @@
 //! The coalescing queue: one thread owns the model's time. It takes every request waiting,
 //! groups them by configuration, reads each group in one batch with
-//! [`readout::score::score_requests`] (shared passes; every answer bit for bit the request's
+//! [`readout::jobs::score::score_requests`] (shared passes; every answer bit for bit the request's
 //! answer alone), and answers each request as its last text is decided. The HTTP API and the
 //! MCP server submit to the same queue type, so both coalesce alike.
 
 use readout::config::RunConfig;
 use readout::engine::Engine;
-use readout::request::ScoreJob;
-use readout::score::{Request as Scored, TextResult};
+use readout::jobs::request::ScoreJob;
+use readout::jobs::score::{Request as Scored, TextResult};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -93,9 +93,9 @@ impl Queue {
             Err(e) => {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 Err(match e {
-                    mpsc::error::TrySendError::Full(_) => Refused::Full {
-                        retry_after_s: self.last_batch_ms.load(Ordering::SeqCst).div_ceil(1000).max(1),
-                    },
+                    mpsc::error::TrySendError::Full(_) => {
+                        Refused::Full { retry_after_s: self.last_batch_ms.load(Ordering::SeqCst).div_ceil(1000).max(1) }
+                    }
                     mpsc::error::TrySendError::Closed(_) => Refused::Closed,
                 })
             }
@@ -128,9 +128,10 @@ fn schedule(engine: &Engine, mut rx: mpsc::Receiver<Queued>, queued: &AtomicUsiz
             let start = Instant::now();
             let (bodies, replies): (Vec<ScoreJob>, Vec<_>) = group.into_iter().map(|j| (j.job, j.reply)).unzip();
             let mut replies: Vec<Option<_>> = replies.into_iter().map(Some).collect();
-            let requests: Vec<Scored<'_>> = bodies.iter().map(|b| Scored { rubric: &b.rubric, texts: &b.texts }).collect();
+            let requests: Vec<Scored<'_>> =
+                bodies.iter().map(|b| Scored { rubric: &b.rubric, texts: &b.texts }).collect();
             let mut got: Vec<Vec<TextResult>> = bodies.iter().map(|_| Vec::new()).collect();
-            let out = readout::score::score_requests(engine, &requests, &config, &mut |k, r| {
+            let out = readout::jobs::score::score_requests(engine, &requests, &config, &mut |k, r| {
                 got[k].push(r.clone());
                 if got[k].len() == bodies[k].texts.len() {
                     let mut done = std::mem::take(&mut got[k]);

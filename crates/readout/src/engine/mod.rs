@@ -5,6 +5,7 @@
 
 mod attention;
 pub mod config;
+pub mod device;
 mod fused;
 mod fused_cuda;
 pub mod gguf;
@@ -14,14 +15,15 @@ pub(crate) mod load;
 pub mod model;
 mod project;
 pub mod synthetic;
+pub mod template;
 pub mod tokenizer;
 pub(crate) mod weights;
 
-use crate::device::{self, DeviceRequest};
+use crate::engine::template::{ChatTemplate, TemplateSource};
 use crate::error::{Error, Result};
-use crate::template::{ChatTemplate, TemplateSource};
 use candle_core::{Device, Tensor};
 pub use config::{Architecture, ModelConfig};
+use device::DeviceRequest;
 pub use kv::Prefix;
 pub use load::Metadata;
 use model::Transformer;
@@ -394,7 +396,7 @@ impl Engine {
             load::TokenizerSource::Json(p) => Tokenizer::from_json_file(p)?,
             load::TokenizerSource::Gguf(v) => Tokenizer::from_gguf(v, path)?,
         };
-        let chosen = crate::template::choose(opts.chat_template.as_ref(), loaded.chat_template.clone(), path)?;
+        let chosen = crate::engine::template::choose(opts.chat_template.as_ref(), loaded.chat_template.clone(), path)?;
         let template = ChatTemplate::new(&chosen, loaded.bos_token.clone(), loaded.eos_token.clone())?;
         let info = ModelInfo { chat_template: chosen.name, chat_template_sha256: chosen.sha256, ..info };
         let device = loaded.model.device.clone();
@@ -615,7 +617,7 @@ impl Engine {
     /// One forward pass as [`Engine::pass_with`], reading every row of every leaf instead of
     /// its end: at each row the full vocabulary's log-normaliser, the most likely token and the
     /// logits of the leaf's `read` tokens (the log-likelihood of a continuation, each of its
-    /// tokens read in the same pass; [`crate::loglik`]).
+    /// tokens read in the same pass; [`crate::analysis::loglik`]).
     pub fn pass_rows(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<RowsOut>> {
         let (prefixes, rows) = self
             .pool

@@ -590,7 +590,6 @@ mod tests {
         assert_eq!(from_file.tensor_infos.len(), ours.tensor_infos.len());
     }
 
-
     /// A GGUF of metadata alone: `n` tokens named `t0`, `t1`, …, a chat template and a padding id.
     fn tokenizer_file(path: &Path, n: usize) {
         let md = [

@@ -4,12 +4,12 @@
 //! [`ScoreRequest`] and presents the answer; which fields exist, what they mean and every
 //! message about a wrong one are here, so the shells cannot drift apart.
 
-use crate::calibration::{Calibration, CalibrationFile};
 use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::error::{Error, Result};
-use crate::texts::Text;
-use crate::rubric::Rubric;
+use crate::formats::calibration::{Calibration, CalibrationFile};
+use crate::formats::rubric::Rubric;
+use crate::formats::texts::Text;
 use crate::truncate::Truncate;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -82,8 +82,8 @@ impl Policy {
     pub const LOCAL: Policy = Policy { paths: true, max_texts: None };
 }
 
-/// A validated score request: what [`crate::score::score_texts`] and
-/// [`crate::score::score_requests`] take.
+/// A validated score request: what [`crate::jobs::score::score_texts`] and
+/// [`crate::jobs::score::score_requests`] take.
 #[derive(Debug, Clone)]
 pub struct ScoreJob {
     pub rubric: Rubric,
@@ -138,7 +138,7 @@ impl ScoreRequest {
             .abstain_letter_mass(self.abstain_letter_mass)
             .calibration(calibration)
             .build()?;
-        crate::score::check_config(&config)?;
+        crate::jobs::score::check_config(&config)?;
         Ok(ScoreJob { rubric, texts, config })
     }
 
@@ -232,8 +232,8 @@ mod tests {
     #[test]
     fn texts_as_strings_or_objects_and_the_defaults() {
         let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
-        let job = request(json!({"questions": q, "texts": ["a", {"text": "b", "id": 7}, {"text": "c", "id": "x"}]}))
-            .unwrap();
+        let job =
+            request(json!({"questions": q, "texts": ["a", {"text": "b", "id": 7}, {"text": "c", "id": "x"}]})).unwrap();
         let ids: Vec<Option<&str>> = job.texts.iter().map(|t| t.id.as_deref()).collect();
         assert_eq!(ids, [None, Some("7"), Some("x")]);
         assert_eq!((job.config.debias, job.config.truncate), (DebiasMode::None, Truncate::None));
@@ -265,7 +265,10 @@ mod tests {
         let server = Policy { paths: false, max_texts: Some(1) };
         let r = |v: serde_json::Value| ScoreRequest::from_json(v.to_string().as_bytes()).unwrap().validate(server);
         assert_eq!(field_of(r(json!({"questions": q, "texts": ["a", "b"]})).unwrap_err()), "texts");
-        assert_eq!(field_of(r(json!({"questions": q, "texts": ["a"], "calibration": "/etc/x"})).unwrap_err()), "calibration");
+        assert_eq!(
+            field_of(r(json!({"questions": q, "texts": ["a"], "calibration": "/etc/x"})).unwrap_err()),
+            "calibration"
+        );
         assert_eq!(field_of(r(json!({"rubric": "/etc/passwd", "texts": ["a"]})).unwrap_err()), "rubric");
     }
 }

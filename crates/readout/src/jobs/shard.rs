@@ -3,7 +3,7 @@
 //! writes. A shard is a set of item groups: every row of a group stays in one shard, so that each
 //! shard's prompt tree still shares what a group's rows share, and the shots come from the whole
 //! set and each shard plans the whole run's prompt tree, computing only the units on the way to
-//! its rows ([`crate::run::run_groups`]), so that every row gets the bits a whole run gives it (a
+//! its rows ([`crate::jobs::run::run_groups`]), so that every row gets the bits a whole run gives it (a
 //! token's numbers depend, in the last bits, on the extent of the tree node it is computed in). A
 //! shard's file is a partial file of the whole run; the merged file holds the rows in the whole
 //! run's order, with metrics recomputed over all of them.
@@ -11,9 +11,9 @@
 use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::error::{Error, Result};
-use crate::evalset::EvalSet;
-use crate::input::Job;
-use crate::results::{now_utc, PlanRecord, ResultFile, RowRecord, Status, Timing};
+use crate::formats::evalset::EvalSet;
+use crate::formats::results::{now_utc, PlanRecord, ResultFile, RowRecord, Status, Timing};
+use crate::pipeline::input::Job;
 use std::collections::{BTreeMap, HashMap};
 
 /// Refuse what a shard cannot reproduce: PriDe estimates its prior from a sample of the whole
@@ -133,7 +133,7 @@ pub fn merge(parts: &[ResultFile], eval_set: &EvalSet) -> Result<ResultFile> {
     let mut merged = ResultFile {
         status: if complete { Status::Complete } else { Status::Partial },
         created: now_utc(),
-        eval_set: crate::results::EvalSetRecord { rows: job.rows.len(), ..first.eval_set.clone() },
+        eval_set: crate::formats::results::EvalSetRecord { rows: job.rows.len(), ..first.eval_set.clone() },
         plan: PlanRecord {
             computed_tokens: parts.iter().map(|p| p.plan.computed_tokens).sum(),
             truncated_rows: rows.values().filter(|r| r.truncated_tokens.is_some()).count(),
@@ -168,7 +168,7 @@ mod tests {
                 )
             })
             .collect();
-        let opts = crate::evalset::LoadOptions { skip_bad: false, limit: None, family: None };
+        let opts = crate::formats::evalset::LoadOptions { skip_bad: false, limit: None, family: None };
         EvalSet::parse(lines.as_bytes(), std::path::Path::new("set.jsonl"), &opts).unwrap()
     }
 

@@ -10,7 +10,7 @@ use crate::config::{Mode, RunConfig};
 use crate::engine::{Engine, PassOptions, Prefix, Readout, Suffix};
 use crate::error::Result;
 use crate::math::argmax;
-use crate::plan::{build_trie, Prompt, TrieNode};
+use crate::pipeline::plan::{build_trie, Prompt, TrieNode};
 use std::collections::{HashMap, HashSet};
 
 /// One unit of a pass: compute `stem` on top of `parent`, and read the letters at the end of
@@ -239,7 +239,7 @@ pub fn request_forest<'s>(
     let mut roots: Vec<TrieNode> = Vec::new();
     for r in order {
         let idx = members.remove(&r).unwrap_or_default();
-        let tree = crate::plan::build_trie_with_head(seqs, idx, head);
+        let tree = crate::pipeline::plan::build_trie_with_head(seqs, idx, head);
         merge_unit(&mut roots, tree, seqs, letters);
     }
     roots
@@ -620,7 +620,7 @@ mod tests {
     //! sequence read, so every reading can be checked against what a plain forward pass of the
     //! full prompt gives, and every pass is logged.
     use super::*;
-    use crate::plan::Variant;
+    use crate::pipeline::plan::Variant;
     use std::sync::Mutex;
 
     #[derive(Default)]

@@ -9,7 +9,7 @@
 //! {"id": "a1", "family": "f", "group_id": "g", "state": "…", "question": "…",
 //!  "options": [{"id": "yes", "description": "…"}, {"id": "no", "description": "…"}], "label": 0}
 //! ```
-//! Request form (one criterion per question; see [`crate::rubric`]):
+//! Request form (one criterion per question; see [`crate::formats::rubric`]):
 //! ```json
 //! {"id": "a1", "state": "…", "questions": {"topic": {"type": "choice", "instructions": "…",
 //!  "criteria": {"billing": "…", "bug": "…"}, "label": "bug"}}}
@@ -18,8 +18,10 @@
 //! [`DEFAULT_FAMILY`]; a missing `group_id` is the item's id. One file holds one form.
 
 use crate::error::{Error, Result};
+use crate::formats::rubric::{
+    check_options, duplicate_key, json_reason, Criterion, OptionSpec, Question, QuestionKind,
+};
 use crate::hash::sha256_bytes;
-use crate::rubric::{check_options, duplicate_key, json_reason, Criterion, OptionSpec, Question, QuestionKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -602,7 +604,8 @@ mod tests {
 
     #[test]
     fn authored144_loads() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/authored144/authored144.jsonl"));
+        let path =
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/authored144/authored144.jsonl"));
         if !path.exists() {
             return;
         }

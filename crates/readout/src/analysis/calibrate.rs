@@ -18,15 +18,17 @@
 //! [`MIN_ROWS`] rows, or with fewer than [`MIN_ERRORS`] wrong or right rows, or fewer groups
 //! than folds.
 
-use crate::calibration::{CalibrationFile, FittedOn, HeldOut, Scores, BETA_RANGE, MIN_ERRORS, MIN_ROWS, SCHEMA, SCHEMA_VERSION};
 use crate::error::{Error, Result};
+use crate::formats::calibration::{
+    CalibrationFile, FittedOn, HeldOut, Scores, BETA_RANGE, MIN_ERRORS, MIN_ROWS, SCHEMA, SCHEMA_VERSION,
+};
+use crate::formats::results::{ResultFile, Status};
 use crate::math::SplitMix64;
 use crate::metrics::{self, ScoredRow};
-use crate::results::{ResultFile, Status};
 use std::collections::HashMap;
 use std::path::Path;
 
-pub use crate::calibration::{apply_temperature, FOLDS};
+pub use crate::formats::calibration::{apply_temperature, FOLDS};
 
 /// Mean negative log-likelihood of the gold options at inverse temperature `beta`
 /// (gold probability floored at [`metrics::NLL_FLOOR`], as the metrics floor it).
@@ -160,7 +162,7 @@ pub fn fit(result: &ResultFile, path: &Path, sha256: &str, folds: usize, seed: u
     Ok(CalibrationFile {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
-        created: crate::results::now_utc(),
+        created: crate::formats::results::now_utc(),
         program_version: env!("CARGO_PKG_VERSION").into(),
         method: "temperature".into(),
         temperature,
@@ -186,7 +188,7 @@ pub fn fit(result: &ResultFile, path: &Path, sha256: &str, folds: usize, seed: u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibration::at_range_edge;
+    use crate::formats::calibration::at_range_edge;
 
     fn row(i: usize, gold: usize, probs: Vec<f64>) -> ScoredRow {
         ScoredRow {

@@ -1,9 +1,9 @@
 //! Scored answers as CSV: one row per text and criterion. The one writer of that table, used by
 //! `readout score --csv` and the app's Export CSV, so both give the same columns.
 
-use crate::texts::Text;
-use crate::rubric::QuestionKind;
-use crate::score::{Abstained, TextResult};
+use crate::formats::rubric::QuestionKind;
+use crate::formats::texts::Text;
+use crate::jobs::score::{Abstained, TextResult};
 
 /// The columns: the text (its index, id and text), the criterion and its type, the chosen option
 /// (empty where no answer was given; `abstained` says why: `confidence` or `letter_mass`), the
@@ -79,7 +79,7 @@ pub fn to_csv(texts: &[Text], results: &[TextResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::score::{CriterionResult, OptionResult};
+    use crate::jobs::score::{CriterionResult, OptionResult};
 
     #[test]
     fn one_row_per_criterion_quoted_where_needed() {

@@ -6,13 +6,19 @@
 //! finishes all rows at the end. `run` (eval sets, with gold) and `score` (texts, without) both
 //! go through here, so both get every debias mode, resuming and stopping.
 
-use crate::combine::{self, Combined, Priors};
+pub mod combine;
+pub mod exec;
+pub mod input;
+pub mod plan;
+pub mod prompt;
+
 use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::engine::PassOptions;
 use crate::error::Result;
-use crate::exec::{self, Forward, Reading, Shape, Work};
-use crate::plan::{Planned, Variant};
+use crate::pipeline::plan::{Planned, Variant};
+use combine::{Combined, Priors};
+use exec::{Forward, Reading, Shape, Work};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What a job has done so far.

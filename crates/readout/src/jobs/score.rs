@@ -4,20 +4,20 @@
 //! a run has. What is its own is the presentation of a decision: the chosen option, the margin to
 //! the runner-up, the expected level of a `score` question.
 
-use crate::combine::Combined;
 use crate::config::{Mode, RunConfig};
 use crate::debias::DebiasMode;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::exec::Shape;
-use crate::input::Job;
+use crate::formats::rubric::{Criterion, QuestionKind, Rubric};
 use crate::math::argmax;
-use crate::plan::{self, Planned};
-use crate::rubric::{Criterion, QuestionKind, Rubric};
+use crate::pipeline::combine::Combined;
+use crate::pipeline::exec::Shape;
+use crate::pipeline::input::Job;
+use crate::pipeline::plan::{self, Planned};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-pub use crate::input::Text;
+pub use crate::pipeline::input::Text;
 
 /// A decision closer than this (top probability minus the runner-up) is flagged as close.
 pub const CLOSE_MARGIN: f64 = 0.10;
@@ -127,7 +127,7 @@ pub fn score_texts(
     check_config(config)?;
     let config = config.clone().resolve(engine);
     if config.calibration.is_some() {
-        crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+        crate::formats::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     }
     let job = Job::from_texts(rubric, texts);
     let planned = plan::plan(engine, &job, &config)?;
@@ -149,7 +149,7 @@ pub struct Request<'a> {
 }
 
 /// Score several requests under one configuration in shared passes: every request's prompts
-/// planned as it is alone, then read together (see [`crate::exec::Shape::Requests`]): the
+/// planned as it is alone, then read together (see [`crate::pipeline::exec::Shape::Requests`]): the
 /// system turn, which every request shares, is computed once, so is a unit two requests have
 /// in common (the same text under the same rubric), and the rest of their units share passes.
 /// Every request's decisions are bit for bit those [`score_texts`] gives it alone.
@@ -169,7 +169,7 @@ pub fn score_requests(
     check_config(config)?;
     let config = config.clone().resolve(engine);
     if config.calibration.is_some() {
-        crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+        crate::formats::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     }
     let none = HashSet::new();
     let mut out: Vec<Option<Result<Vec<TextResult>>>> = (0..requests.len()).map(|_| None).collect();
@@ -217,7 +217,7 @@ struct Planning<'a> {
 /// differ from their first character agree.
 fn head_tokens(engine: &Engine) -> Result<usize> {
     let tokens = |user: &str| -> Result<Vec<u32>> {
-        engine.tokenizer().encode(&engine.template().render(&crate::prompt::messages(&[], user.to_string()))?)
+        engine.tokenizer().encode(&engine.template().render(&crate::pipeline::prompt::messages(&[], user.to_string()))?)
     };
     let (a, b) = (tokens("A")?, tokens("B")?);
     Ok(a.iter().zip(&b).take_while(|(x, y)| x == y).count())
@@ -248,7 +248,7 @@ fn execute_requests(
             }
         }
         for pr in &p.planned.prompts {
-            merged.prompts.push(crate::plan::Prompt { row: pr.row + base, ..pr.clone() });
+            merged.prompts.push(crate::pipeline::plan::Prompt { row: pr.row + base, ..pr.clone() });
             request_of.push(k);
         }
         merged.row_orderings.extend(p.planned.row_orderings.iter().cloned());

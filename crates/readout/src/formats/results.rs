@@ -105,7 +105,7 @@ pub struct EvalSetRecord {
     pub rows: usize,
     pub limit: Option<usize>,
     pub family: Option<String>,
-    pub skipped: Vec<crate::evalset::SkippedLine>,
+    pub skipped: Vec<crate::formats::evalset::SkippedLine>,
 }
 
 /// One ordering of a row as scored.

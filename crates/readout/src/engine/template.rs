@@ -77,7 +77,6 @@ impl ChatTemplate {
     }
 }
 
-
 /// Where the chat template comes from when the model's own is not wanted (`--chat-template`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplateSource {

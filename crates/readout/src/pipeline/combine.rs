@@ -1,18 +1,17 @@
 //! The pipeline's fourth stage: a row's readings become one decision. Each ordering's letter
 //! probabilities are adjusted as the debias mode says (content-free calibration, the PriDe
 //! prior, the batch prior), mapped from letter slots to options, and averaged by option; a
-//! fitted temperature ([`crate::calibrate`]) then sharpens or flattens the result. Generation
-//! takes the parsed letter. The math is in [`crate::debias`] and [`crate::calibrate`]; this
+//! fitted temperature ([`crate::analysis::calibrate`]) then sharpens or flattens the result. Generation
+//! takes the parsed letter. The math is in [`crate::debias`] and [`crate::analysis::calibrate`]; this
 //! module applies it to a row.
 
 use crate::config::{Mode, RunConfig};
 use crate::debias::{self, DebiasMode};
-use crate::exec::Reading;
-use crate::results::OrderingRecord;
+use crate::formats::results::OrderingRecord;
 use crate::math::{argmax, softmax};
-use crate::plan::{Planned, Variant};
+use crate::pipeline::exec::Reading;
+use crate::pipeline::plan::{Planned, Variant};
 use std::collections::{BTreeMap, HashMap};
-
 
 /// A row's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +77,7 @@ pub fn combine_row(
 ) -> Combined {
     let n = n_options;
     let ords = &planned.row_orderings[ri];
-    let mine: Vec<(usize, &crate::plan::Prompt)> =
+    let mine: Vec<(usize, &crate::pipeline::plan::Prompt)> =
         planned.prompts.iter().enumerate().filter(|(_, s)| s.row == ri).collect();
     let mut orderings = Vec::with_capacity(ords.len());
     let mut option_probs: Vec<Vec<f64>> = Vec::with_capacity(ords.len());

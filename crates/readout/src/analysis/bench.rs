@@ -5,7 +5,7 @@
 
 use crate::engine::{Engine, Prefix, Readout, Suffix, Unit, UnitOut};
 use crate::error::{Error, Result};
-use crate::plan::common_prefix;
+use crate::pipeline::plan::common_prefix;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -207,13 +207,13 @@ pub struct LogitCostTokens {
 /// Build [`LogitCostTokens`] from a rubric and a text.
 pub fn logit_cost_tokens(
     engine: &Engine,
-    rubric: &crate::rubric::Rubric,
+    rubric: &crate::formats::rubric::Rubric,
     text: &str,
     prefix_tokens: usize,
     max_suffix: usize,
 ) -> Result<LogitCostTokens> {
     use crate::error::Error;
-    use crate::prompt;
+    use crate::pipeline::prompt;
     let c = rubric.criteria.first().ok_or_else(|| Error::Config("the rubric has no criteria".into()))?;
     if text.trim().is_empty() {
         return Err(Error::Config("the benchmark text is empty".into()));

@@ -13,8 +13,8 @@ use crate::config::{Mode, RunConfig};
 use crate::debias::{self, DebiasMode, CONTENT_FREE};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::input::{Job, Row};
-use crate::prompt::{self, LETTERS};
+use crate::pipeline::input::{Job, Row};
+use crate::pipeline::prompt::{self, LETTERS};
 use crate::truncate::{fit_middle, Truncate};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -307,7 +307,7 @@ pub fn build_trie(seqs: &[&[u32]]) -> TrieNode {
 /// The prompt tree of `seqs[idx]` with its root cut after at most `head` tokens: the root's
 /// stem is the head (what every prompt shares of it, leaving each at least one token), and below
 /// it the tree [`build_trie`] makes of the rest. Scoring requests are planned so (see
-/// [`crate::exec::Shape::Requests`]): the same head is then the same unit in every request.
+/// [`crate::pipeline::exec::Shape::Requests`]): the same head is then the same unit in every request.
 pub fn build_trie_with_head(seqs: &[&[u32]], idx: Vec<usize>, head: usize) -> TrieNode {
     let mine: Vec<&[u32]> = idx.iter().map(|&i| seqs[i]).collect();
     let cut = head.min(common_prefix(&mine, 1));

@@ -8,13 +8,13 @@
 use crate::config::RunConfig;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::evalset::EvalSet;
-use crate::input::Job;
-use crate::plan::{self, RenderedPrompt};
-use crate::results::{
-    now_utc, EvalSetRecord, Machine, ModelRecord, PlanRecord, Program, ResultFile, RowRecord, ShotRecord, Status, Timing,
-    SCHEMA, SCHEMA_VERSION,
+use crate::formats::evalset::EvalSet;
+use crate::formats::results::{
+    now_utc, EvalSetRecord, Machine, ModelRecord, PlanRecord, Program, ResultFile, RowRecord, ShotRecord, Status,
+    Timing, SCHEMA, SCHEMA_VERSION,
 };
+use crate::pipeline::input::Job;
+use crate::pipeline::plan::{self, RenderedPrompt};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -157,13 +157,13 @@ pub fn run(input: RunInput<'_>, control: &mut Control<'_>) -> Result<ResultFile>
     run_selected(input, None, control)
 }
 
-/// Run an evaluation of only the rows of `groups` (item groups; [`crate::shard`]): the whole
+/// Run an evaluation of only the rows of `groups` (item groups; [`crate::jobs::shard`]): the whole
 /// run is planned (its shots, its prompt tree) and only the units on the way to these rows are
 /// computed, as a resumed run computes only what it lacks, so every row gets the bits a whole run
 /// gives it. The result is a partial file of the whole run holding these rows; the shards of a
-/// run merge into the whole run's file ([`crate::shard::merge`]).
+/// run merge into the whole run's file ([`crate::jobs::shard::merge`]).
 pub fn run_groups(input: RunInput<'_>, groups: &HashSet<String>, control: &mut Control<'_>) -> Result<ResultFile> {
-    crate::shard::check_config(&input.config)?;
+    crate::jobs::shard::check_config(&input.config)?;
     run_selected(input, Some(groups), control)
 }
 
@@ -177,7 +177,7 @@ fn run_selected(
     // Checked here too: a caller may build the configuration by hand.
     let config = config.to_builder().build()?.resolve(engine);
     refuse_abstaining(&config)?;
-    crate::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
+    crate::formats::calibration::check_model(config.calibration.as_ref(), &engine.sha256()?)?;
     // 1. Input: the rows and shots; what a partial file has done already.
     let job = Job::from_eval_set(eval_set, &config, limit)?;
     // A shard: the rows of other groups are planned (the tree, and so every number, is the whole
@@ -237,7 +237,7 @@ fn run_selected(
         engine,
         opts,
         &planned,
-        crate::exec::Shape::Trie,
+        crate::pipeline::exec::Shape::Trie,
         &config,
         &ids,
         &before,
@@ -409,7 +409,7 @@ impl Header {
                 rows_per_second: if wall > 0.0 { n as f64 / wall } else { 0.0 },
                 mean_row_seconds: if n > 0 { wall / n as f64 } else { 0.0 },
                 peak_rss_bytes: crate::memory::peak_rss(),
-                peak_device_bytes: crate::device::peak_memory(&self.device),
+                peak_device_bytes: crate::engine::device::peak_memory(&self.device),
             },
             rows: done.values().cloned().collect(),
         };
@@ -419,7 +419,11 @@ impl Header {
 }
 
 /// A row of an eval set as decided; `None` for a row without gold (a text to score).
-fn row_record(row: &crate::input::Row<'_>, c: crate::combine::Combined, shots: Vec<String>) -> Option<RowRecord> {
+fn row_record(
+    row: &crate::pipeline::input::Row<'_>,
+    c: crate::pipeline::combine::Combined,
+    shots: Vec<String>,
+) -> Option<RowRecord> {
     let gold = row.gold?;
     let option_ids: Vec<String> = row.criterion.options.iter().map(|o| o.id.clone()).collect();
     Some(RowRecord {
@@ -440,5 +444,3 @@ fn row_record(row: &crate::input::Row<'_>, c: crate::combine::Combined, shots: V
         truncated_tokens: c.truncated_tokens,
     })
 }
-
-

@@ -6,8 +6,8 @@
 //! lettered options; then the generation prompt. The state comes before the criterion so that
 //! every criterion and ordering of one item shares the state as a prefix.
 
-use crate::rubric::{Criterion, QuestionKind};
-pub use crate::template::{ChatTemplate, Message};
+pub use crate::engine::template::{ChatTemplate, Message};
+use crate::formats::rubric::{Criterion, QuestionKind};
 
 pub use crate::config::{PromptVersion, PROMPT_VERSION};
 pub use crate::engine::LETTERS;
@@ -92,7 +92,7 @@ pub fn messages(shots: &[Shot], user: String) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rubric::OptionSpec;
+    use crate::formats::rubric::OptionSpec;
 
     fn crit() -> Criterion {
         Criterion {
@@ -124,13 +124,13 @@ mod tests {
     }
 
     fn template(source: &str) -> ChatTemplate {
-        let chosen = crate::template::choose(None, Some(source.into()), std::path::Path::new("m")).unwrap();
+        let chosen = crate::engine::template::choose(None, Some(source.into()), std::path::Path::new("m")).unwrap();
         ChatTemplate::new(&chosen, Some("<s>".into()), None).unwrap()
     }
 
     #[test]
     fn chatml_renders_generation_prompt() {
-        let t = template(crate::template::builtin("chatml").unwrap());
+        let t = template(crate::engine::template::builtin("chatml").unwrap());
         let s = t.render(&messages(&[], "hi".into())).unwrap();
         assert!(s.starts_with("<|im_start|>system\n"));
         assert!(s.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));

@@ -7,9 +7,9 @@
 
 use crate::config::RunConfig;
 use crate::error::{Error, Result};
-use crate::evalset::EvalSet;
-use crate::prompt::{self, Shot, LETTERS};
-use crate::rubric::{Criterion, Rubric};
+use crate::formats::evalset::EvalSet;
+use crate::formats::rubric::{Criterion, Rubric};
+use crate::pipeline::prompt::{self, Shot, LETTERS};
 use std::path::{Path, PathBuf};
 
 /// One row to decide: a state with one criterion.
@@ -168,7 +168,7 @@ impl<'a> Job<'a> {
     }
 }
 
-pub use crate::texts::Text;
+pub use crate::formats::texts::Text;
 
 /// Seeded choice of `k` shot rows from distinct groups, and an alternate set from other groups.
 /// The shuffle is the linear congruential one every committed result file's shots came from.

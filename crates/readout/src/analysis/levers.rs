@@ -5,7 +5,7 @@
 //! row by row with the baseline's, and the rows that differ are named.
 
 use crate::config::PromptVersion;
-use crate::results::{ResultFile, RunConfig};
+use crate::formats::results::{ResultFile, RunConfig};
 use serde::{Deserialize, Serialize};
 
 /// One variant of the baseline configuration.
@@ -85,7 +85,7 @@ pub struct LeverRow {
 
 /// Compare `run` with `baseline` row by row (rows matched by id).
 pub fn row(v: &Variant, file: &str, run: &ResultFile, baseline: &ResultFile) -> LeverRow {
-    let base: std::collections::HashMap<&str, &crate::results::RowRecord> =
+    let base: std::collections::HashMap<&str, &crate::formats::results::RowRecord> =
         baseline.rows.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut same = 0;
     let mut differing = Vec::new();

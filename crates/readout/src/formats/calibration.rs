@@ -1,6 +1,6 @@
 //! A calibration: the temperature a job applies to its combined probabilities (a value of
 //! [`crate::config::RunConfig`], recorded in the result file) and the calibration file that
-//! carries it (`schema/calibration.schema.json`). Fitting one is analysis: [`crate::calibrate`].
+//! carries it (`schema/calibration.schema.json`). Fitting one is analysis: [`crate::analysis::calibrate`].
 
 pub use crate::config::{apply_temperature, Calibration};
 use crate::debias::DebiasMode;
@@ -87,7 +87,6 @@ pub fn at_range_edge(temperature: f64) -> bool {
     (beta - BETA_RANGE.0).abs() < 1e-6 || (beta - BETA_RANGE.1).abs() < 1e-6
 }
 
-
 impl CalibrationFile {
     /// Read a calibration file and make the option a job applies (its sha256 recorded).
     pub fn load(path: &Path) -> Result<(CalibrationFile, Calibration)> {
@@ -142,4 +141,3 @@ pub fn check_model(calibration: Option<&Calibration>, model_sha256: &str) -> Res
         _ => Ok(()),
     }
 }
-
