@@ -51,7 +51,8 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         pull_model,
         cancel_pull,
         pick_file,
-        write_text_file
+        write_text_file,
+        answers_csv
     ]
 }
 
@@ -147,6 +148,14 @@ fn calibration(path: Option<&Path>) -> Res<Option<readout::formats::calibration:
 pub struct ScoreProgress {
     pub done: usize,
     pub total: usize,
+}
+
+/// The Score page's Export CSV: the library's one table of scored answers
+/// (`readout::jobs::answers`), the same columns `readout score --csv` prints.
+#[tauri::command]
+pub fn answers_csv(texts: Vec<TextIn>, results: Vec<TextResult>) -> String {
+    let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
+    readout::jobs::answers::to_csv(&texts, &results)
 }
 
 #[tauri::command]

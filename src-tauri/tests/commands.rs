@@ -101,6 +101,12 @@ fn score_texts_returns_probabilities_per_criterion() {
     let sum: f64 = criteria[0]["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).sum();
     assert!((sum - 1.0).abs() < 1e-9);
     assert!(criteria[0]["order_unstable"].is_boolean());
+    // Export CSV: the library's table, the columns of `readout score --csv`, a row per criterion.
+    let csv = call(&app, "answers_csv", json!({"texts": [{"text": "Refund me.", "id": "t1"}], "results": out})).unwrap();
+    let lines: Vec<&str> = csv.as_str().unwrap().lines().collect();
+    assert_eq!(lines[0], readout::jobs::answers::CSV_HEADER.join(","));
+    assert_eq!(lines.len(), 1 + 3);
+    assert!(lines[1].starts_with("0,t1,Refund me.,"), "{}", lines[1]);
     // Errors come back as the library's message.
     let err = call(
         &app,
@@ -201,7 +207,7 @@ fn calibration_file() -> std::path::PathBuf {
 fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
     let app = app();
     let cal = calibration_file();
-    let (_, applied) = readout::analysis::calibrate::CalibrationFile::load(&cal).unwrap();
+    let (_, applied) = readout::formats::calibration::CalibrationFile::load(&cal).unwrap();
     // `model` None: the app's default, the tiny random model.
     let score = |debias: &str, model: Option<&std::path::Path>, options: Value| {
         call(
@@ -218,7 +224,7 @@ fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
         let probs = |c: &Value| -> Vec<f64> {
             c["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect()
         };
-        let want = readout::analysis::calibrate::apply_temperature(&probs(a), applied.temperature);
+        let want = readout::formats::calibration::apply_temperature(&probs(a), applied.temperature);
         for (got, want) in probs(b).iter().zip(&want) {
             assert!((got - want).abs() < 1e-9, "{got} vs {want}");
         }
@@ -573,7 +579,9 @@ struct MockFixtures {
     partials: Vec<MockPartial>,
     comparisons: Vec<MockComparison>,
     /// The temperature of the bundled calibration file, as the library reads it for a job.
-    calibration: readout::analysis::calibrate::Calibration,
+    calibration: readout::formats::calibration::Calibration,
+    /// The columns of the answers' CSV (`answers_csv`, `readout score --csv`).
+    answers_csv_header: Vec<String>,
 }
 
 #[derive(serde::Serialize, ts_rs::TS)]
@@ -721,8 +729,18 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     assert_eq!(comparisons.len(), 4);
     let catalogue = readout_app_lib::commands::catalogue();
     let chat_template_names = readout_app_lib::commands::chat_template_names();
-    let (_, calibration) = readout::analysis::calibrate::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
-    let mock = MockFixtures { models, catalogue, chat_template_names, derivations, partials, comparisons, calibration };
+    let (_, calibration) = readout::formats::calibration::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
+    let answers_csv_header = readout::jobs::answers::CSV_HEADER.iter().map(|c| c.to_string()).collect();
+    let mock = MockFixtures {
+        models,
+        catalogue,
+        chat_template_names,
+        derivations,
+        partials,
+        comparisons,
+        calibration,
+        answers_csv_header,
+    };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }

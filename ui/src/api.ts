@@ -76,6 +76,8 @@ export interface Backend {
   pickFile(kind: PickKind, defaultName?: string): Promise<string | null>;
   /** Ask where to save and write a text export (CSV, JSON). Returns the path, or null if cancelled. */
   exportText(kind: 'export_csv' | 'export_json', defaultName: string, contents: string): Promise<string | null>;
+  /** Scored answers as the library's CSV table (the columns of `readout score --csv`). */
+  answersCsv(texts: TextIn[], results: TextResult[]): Promise<string>;
 }
 
 /** Settings as the shell sends them, with `threads` 0 (all cores) where it keeps none. */
@@ -127,6 +129,7 @@ const tauriBackend: Backend = {
     await invoke<void>('write_text_file', { path, contents });
     return path;
   },
+  answersCsv: (texts, results) => invoke<string>('answers_csv', { texts: texts satisfies TextIn[], results }),
 };
 
 export const inTauri = (): boolean => typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
@@ -184,6 +187,7 @@ export const getSettings = call('getSettings');
 export const setSettings = call('setSettings');
 export const pickFile = call('pickFile');
 export const exportText = call('exportText');
+export const answersCsv = call('answersCsv');
 
 /**
  * The message to show for a failed call. Tauri rejects with whatever the command's `Err`

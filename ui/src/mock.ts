@@ -592,6 +592,25 @@ export function createMockBackend(): Backend {
       return fixed[kind];
     },
 
+    // The columns are the library's (a fixture the shell's tests write); the rows a stand-in.
+    async answersCsv(texts, results) {
+      const field = (v: unknown): string => {
+        const s = v === null || v === undefined ? '' : String(v);
+        return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+      };
+      const lines = [FIXTURES.answers_csv_header.join(',')];
+      for (const r of results) {
+        const t = texts[r.index];
+        for (const c of r.criteria) {
+          const options = c.options.map((o) => `${o.id}=${o.probability.toFixed(4)}`).join('; ');
+          const row = [r.index, r.id ?? t?.id, t?.text, c.criterion, c.type, c.chosen, c.probability, c.margin, c.close,
+            c.order_unstable, c.expected_level, c.letter_mass, c.abstained, options];
+          lines.push(row.map(field).join(','));
+        }
+      }
+      return lines.join('\n') + '\n';
+    },
+
     async exportText(kind, defaultName, contents) {
       // In a browser: a download.
       const type = kind === 'export_csv' ? 'text/csv' : 'application/json';

@@ -78,7 +78,7 @@ export const tests = [
       const [csv] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid="export-csv"]')]);
       const lines = (await readFile(await csv.path(), 'utf8')).trim().split(/\r?\n/);
       assert.equal(lines.length, 1 + 3 * 3, 'CSV: header + texts × criteria');
-      assert.match(lines[0], /^text_index,text_id,text,criterion,type,chosen,probability/);
+      assert.match(lines[0], /^index,id,text,criterion,type,chosen,probability/);
     },
   },
   {

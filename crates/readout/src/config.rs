@@ -411,8 +411,29 @@ mod tests {
     }
 
     #[test]
+    fn the_device_decides_what_the_job_left_open() {
+        let gpu = DeviceProfile { gpu: true, threads: 16 };
+        let cpu = DeviceProfile { gpu: false, threads: 2 };
+        let open = RunConfig::builder().build().unwrap();
+        let l = open.clone().resolve_for(&gpu).levers;
+        assert_eq!((l.pass_tokens, l.group_units, l.side_by_side), (16384, Some(true), Some(false)));
+        let l = open.resolve_for(&cpu).levers;
+        assert_eq!((l.pass_tokens, l.group_units, l.side_by_side), (1024, Some(false), Some(true)));
+        let chosen = RunConfig::builder().pass_tokens(512).group_units(Some(false)).build().unwrap();
+        let l = chosen.resolve_for(&gpu).levers;
+        assert_eq!((l.pass_tokens, l.group_units), (512, Some(false)));
+        // A recorded file's pass size is its own, on any device.
+        let recorded: Levers = serde_json::from_value(serde_json::json!({"prefix_tree": true, "batched_suffixes": true,
+            "trim": true, "prune_head": false, "matmul": "dense", "pass_tokens": 1024})).unwrap();
+        let c = RunConfig::builder().levers(recorded).build().unwrap().resolve_for(&gpu);
+        assert_eq!(c.levers.pass_tokens, 1024);
+    }
+
+    #[test]
     fn prompt_version_is_written_as_its_name() {
-        let c = RunConfig::builder().prompt_version(PromptVersion::TerseV1).build().unwrap();
+        // As a result file records it: resolved for its device.
+        let cpu = DeviceProfile { gpu: false, threads: 1 };
+        let c = RunConfig::builder().prompt_version(PromptVersion::TerseV1).build().unwrap().resolve_for(&cpu);
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["prompt_version"], "readout-terse-v1");
         let back: RunConfig = serde_json::from_value(v).unwrap();

@@ -226,8 +226,8 @@ mod tests {
         }
     }
 
-    const QUESTIONS: &str = r#"{"topic": {"question": "Which topic?", "type": "choice",
-        "options": [{"id": "billing", "description": "billing"}, {"id": "other", "description": "other"}]}}"#;
+    const QUESTIONS: &str = r#"{"topic": {"type": "choice", "instructions": "Which topic?",
+        "criteria": {"billing": "about money", "other": "anything else"}}}"#;
 
     #[test]
     fn texts_as_strings_or_objects_and_the_defaults() {
@@ -251,12 +251,32 @@ mod tests {
             (json!({"questions": q, "texts": ["a", {"txt": "b"}]}), "texts[1]"),
             (json!({"questions": q, "texts": ["a"], "debias": "sideways"}), "debias"),
             (json!({"questions": q, "texts": ["a"], "colour": 1}), "colour"),
-            (json!({"questions": {"topic": {"type": "choice"}}, "texts": ["a"]}), "topic"),
+            (json!({"questions": {"topic": {"type": "choice", "instructions": "x"}}, "texts": ["a"]}), "topic"),
         ];
         for (body, want) in cases {
             let got = field_of(request(body.clone()).unwrap_err());
             assert!(got.contains(want), "{body}: field {got}, expected {want}");
         }
+    }
+
+    #[test]
+    fn every_shell_runs_a_gpu_alike() {
+        // The CLI's `score`, `serve`, MCP, the app and Python all validate a ScoreRequest; the
+        // device's levers are resolved in one place, so each gets the GPU's pass size.
+        let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
+        let gpu = crate::engine::DeviceProfile { gpu: true, threads: 16 };
+        let served = request(json!({"questions": q, "texts": ["a"], "debias": "cyclic"})).unwrap();
+        let local = ScoreRequest {
+            rubric: Some(json!({"name": "inline", "questions": q})),
+            texts: vec![json!("a")],
+            debias: Some("cyclic".into()),
+            ..ScoreRequest::default()
+        }
+        .validate(Policy::LOCAL)
+        .unwrap();
+        let (a, b) = (served.config.resolve_for(&gpu), local.config.resolve_for(&gpu));
+        assert_eq!(a, b);
+        assert_eq!((a.levers.pass_tokens, a.levers.group_units), (crate::engine::GPU_PASS_TOKENS, Some(true)));
     }
 
     #[test]

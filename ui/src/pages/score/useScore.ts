@@ -1,9 +1,9 @@
 // The Score page's state and its calls to the backend, one hook per concern: the texts, the
 // rubric, and the scoring job (its settings, the run and the exports). `useScore` joins them.
 import { useState } from 'preact/hooks';
-import { cancelRun, errorMessage, example, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../../api';
+import { answersCsv, cancelRun, errorMessage, example, exportText, loadRubric, pickFile, saveRubric, scoreTexts } from '../../api';
 import { probabilityOf } from '../../components/PercentInput';
-import { answersCsv, answersJson } from '../../lib/answers';
+import { answersJson } from '../../lib/answers';
 import { checkDraft, emptyDraft, fromRubric, type RubricDraft, toRubric } from '../../lib/rubric';
 import { parsePasted, parseTextFile } from '../../lib/texts';
 import type { DebiasMode, ScoreOptions, TextIn, TextResult } from '../../types';
@@ -191,7 +191,7 @@ export function useScoring(texts: TextIn[], rubric: RubricState, onModelUsed: ()
     try {
       const path =
         kind === 'csv'
-          ? await exportText('export_csv', `${base}-answers.csv`, answersCsv(run.texts, run.results))
+          ? await exportText('export_csv', `${base}-answers.csv`, await answersCsv(run.texts, run.results))
           : await exportText('export_json', `${base}-answers.json`, answersJson(run.results));
       if (path) setExportNote(`Exported to ${path}`);
     } catch (e) {
