@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use readout::engine::Engine;
-use readout::jobs::request::{Policy, ScoreRequest, TextIn};
+use readout::jobs::request::{field_of, Policy, ScoreRequest, TextIn};
 use readout::jobs::score::{CriterionResult, OptionResult, Text, TextResult};
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -167,8 +167,10 @@ impl ApiError {
                 a.body.field = Some("texts".into());
                 a
             }
-            E::Request { field, reason } => ApiError::invalid(field.clone(), reason.clone()),
-            E::Config(_) | E::BadInput { .. } => {
+            E::Request { .. } | E::BadInput { .. } if field_of(&e).is_some() => {
+                ApiError::invalid(field_of(&e).unwrap_or_default(), e.to_string())
+            }
+            E::Config(_) | E::BadInput { .. } | E::Request { .. } => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", e.to_string())
             }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),

@@ -107,7 +107,9 @@ impl ScoreRequest {
         })
     }
 
-    /// Check every field and make the job; errors are [`Error::Request`] naming the field.
+    /// Check every field and make the job. A wrong rubric is the rubric's error
+    /// ([`Error::BadInput`]), a wrong option a [`Error::Config`], anything else about the
+    /// request an [`Error::Request`]; [`field_of`] names the field of each.
     pub fn validate(self, policy: Policy) -> Result<ScoreJob> {
         let rubric = self.rubric(policy)?;
         if self.texts.is_empty() {
@@ -122,7 +124,7 @@ impl ScoreRequest {
         let texts = self.texts.into_iter().enumerate().map(|(i, v)| text_of(i, v)).collect::<Result<Vec<_>>>()?;
         let debias: DebiasMode = match self.debias.as_deref() {
             None => DebiasMode::None,
-            Some(d) => d.parse().map_err(|e: String| invalid("debias", e))?,
+            Some(d) => d.parse().map_err(Error::Config)?,
         };
         let calibration = match &self.calibration {
             None => None,
@@ -157,19 +159,26 @@ impl ScoreRequest {
         };
         // Pretty-printed, so that an error's line number points into something readable.
         let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
-        Rubric::parse(&text, Path::new(field)).map_err(|e| match e {
-            Error::BadInput { field: f, reason, .. } => {
-                let f = if f.starts_with('(') {
-                    field.to_string()
-                } else if field == "questions" {
-                    f
-                } else {
-                    format!("rubric.{f}")
-                };
-                invalid(f.clone(), format!("{f}: {reason}"))
-            }
-            other => invalid(field, other.to_string()),
-        })
+        Rubric::parse(&text, Path::new(field))
+    }
+}
+
+/// The request field an error of [`ScoreRequest::validate`] is about, as a client names it
+/// (`texts[3]`, `rubric.questions.topic.type`, `questions.topic`), where there is one.
+pub fn field_of(e: &Error) -> Option<String> {
+    match e {
+        Error::Request { field, .. } => Some(field.clone()),
+        Error::BadInput { path, field, .. } => {
+            let part = path.to_str().filter(|p| *p == "rubric" || *p == "questions")?;
+            Some(if field.starts_with('(') {
+                part.to_string()
+            } else if part == "questions" {
+                field.clone()
+            } else {
+                format!("rubric.{field}")
+            })
+        }
+        _ => None,
     }
 }
 
@@ -219,11 +228,8 @@ mod tests {
         ScoreRequest::from_json(v.to_string().as_bytes())?.validate(Policy::LOCAL)
     }
 
-    fn field_of(e: Error) -> String {
-        match e {
-            Error::Request { field, .. } => field,
-            other => panic!("expected a request error, got {other:?}"),
-        }
+    fn field(e: Error) -> String {
+        field_of(&e).unwrap_or_else(|| panic!("no field in {e:?}"))
     }
 
     const QUESTIONS: &str = r#"{"topic": {"type": "choice", "instructions": "Which topic?",
@@ -249,12 +255,14 @@ mod tests {
             (json!({"questions": q, "texts": []}), "texts"),
             (json!({"questions": q, "texts": [3]}), "texts[0]"),
             (json!({"questions": q, "texts": ["a", {"txt": "b"}]}), "texts[1]"),
-            (json!({"questions": q, "texts": ["a"], "debias": "sideways"}), "debias"),
             (json!({"questions": q, "texts": ["a"], "colour": 1}), "colour"),
             (json!({"questions": {"topic": {"type": "choice", "instructions": "x"}}, "texts": ["a"]}), "topic"),
+            (json!({"rubric": {"questions": {"topic": {"type": "colour"}}}, "texts": ["a"]}), "rubric.questions.topic"),
         ];
+        let e = request(json!({"questions": q, "texts": ["a"], "debias": "sideways"})).unwrap_err();
+        assert!(matches!(&e, Error::Config(m) if m.contains("sideways")), "{e:?}");
         for (body, want) in cases {
-            let got = field_of(request(body.clone()).unwrap_err());
+            let got = field(request(body.clone()).unwrap_err());
             assert!(got.contains(want), "{body}: field {got}, expected {want}");
         }
     }
@@ -284,11 +292,11 @@ mod tests {
         let q: serde_json::Value = serde_json::from_str(QUESTIONS).unwrap();
         let server = Policy { paths: false, max_texts: Some(1) };
         let r = |v: serde_json::Value| ScoreRequest::from_json(v.to_string().as_bytes()).unwrap().validate(server);
-        assert_eq!(field_of(r(json!({"questions": q, "texts": ["a", "b"]})).unwrap_err()), "texts");
+        assert_eq!(field(r(json!({"questions": q, "texts": ["a", "b"]})).unwrap_err()), "texts");
         assert_eq!(
-            field_of(r(json!({"questions": q, "texts": ["a"], "calibration": "/etc/x"})).unwrap_err()),
+            field(r(json!({"questions": q, "texts": ["a"], "calibration": "/etc/x"})).unwrap_err()),
             "calibration"
         );
-        assert_eq!(field_of(r(json!({"rubric": "/etc/passwd", "texts": ["a"]})).unwrap_err()), "rubric");
+        assert_eq!(field(r(json!({"rubric": "/etc/passwd", "texts": ["a"]})).unwrap_err()), "rubric");
     }
 }
