@@ -423,8 +423,10 @@ mod tests {
         let l = chosen.resolve_for(&gpu).levers;
         assert_eq!((l.pass_tokens, l.group_units), (512, Some(false)));
         // A recorded file's pass size is its own, on any device.
-        let recorded: Levers = serde_json::from_value(serde_json::json!({"prefix_tree": true, "batched_suffixes": true,
-            "trim": true, "prune_head": false, "matmul": "dense", "pass_tokens": 1024})).unwrap();
+        let recorded: Levers =
+            serde_json::from_value(serde_json::json!({"prefix_tree": true, "batched_suffixes": true,
+            "trim": true, "prune_head": false, "matmul": "dense", "pass_tokens": 1024}))
+            .unwrap();
         let c = RunConfig::builder().levers(recorded).build().unwrap().resolve_for(&gpu);
         assert_eq!(c.levers.pass_tokens, 1024);
     }
