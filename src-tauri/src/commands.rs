@@ -12,6 +12,7 @@ use readout::metrics::Comparison;
 use readout::formats::results::{default_name, ResultFile, Status};
 use readout::formats::rubric::Rubric;
 use readout::jobs::run::{Control, Progress, RunInput};
+use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
 use readout::jobs::score::{score_texts as score, Text, TextResult};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

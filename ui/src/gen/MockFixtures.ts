@@ -23,4 +23,8 @@ partials: Array<MockPartial>, comparisons: Array<MockComparison>,
 /**
  * The temperature of the bundled calibration file, as the library reads it for a job.
  */
-calibration: Calibration, };
+calibration: Calibration, 
+/**
+ * The columns of the answers' CSV (`answers_csv`, `readout score --csv`).
+ */
+answersCsvHeader: Array<string>, };

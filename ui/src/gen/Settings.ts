@@ -26,7 +26,7 @@ threads: number | null,
 models: Array<string>, 
 /**
  * The chat template each model is read with, when it is not the model's own: a family's
- * name (`gemma`, `chatml`, …: `readout::template::NAMES`) or a Jinja file's path, as the
+ * name (`gemma`, `chatml`, …: `readout::engine::template::NAMES`) or a Jinja file's path, as the
  * CLI's `--chat-template` takes it.
  */
 chatTemplates: { [key in string]: string }, };
