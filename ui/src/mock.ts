@@ -598,7 +598,7 @@ export function createMockBackend(): Backend {
         const s = v === null || v === undefined ? '' : String(v);
         return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
       };
-      const lines = [FIXTURES.answers_csv_header.join(',')];
+      const lines = [FIXTURES.answersCsvHeader.join(',')];
       for (const r of results) {
         const t = texts[r.index];
         for (const c of r.criteria) {
