@@ -31,9 +31,14 @@ use std::time::Instant;
 
 create_exception!(_readout, ReadoutError, PyException, "An error of the Readout library; `kind` names it.");
 
-/// A library error as `ReadoutError(message)` with `kind` set to the variant's name.
+/// A library error as `ReadoutError(message)` with `kind` set to the variant's name (a hub
+/// error's own: `HubStopped`, `HubOffline`, …).
 fn lib_err(e: readout::Error) -> PyErr {
-    let kind = format!("{e:?}").split(|c: char| !c.is_alphanumeric()).next().unwrap_or("Error").to_string();
+    let debug = match &e {
+        readout::Error::Hub(h) => format!("{h:?}"),
+        other => format!("{other:?}"),
+    };
+    let kind = debug.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("Error").to_string();
     raise(&kind, e.to_string())
 }
 
@@ -97,7 +102,7 @@ impl Judge {
         let named = model.unwrap_or_else(|| PathBuf::from(default_model()));
         let (path, source) = match named.to_str().and_then(HubSpec::from_model_arg) {
             Some(spec) => {
-                let spec = spec.map_err(lib_err)?;
+                let spec = spec.map_err(|e| lib_err(e.into()))?;
                 let mut hub =
                     HubOptions::from_vars(&|name| std::env::var(name).ok(), dirs::home_dir()).ok_or_else(|| {
                         raise("Config", "no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME".into())
@@ -128,7 +133,7 @@ impl Judge {
                 if let Some(e) = failure {
                     return Err(e);
                 }
-                let resolved = resolved.map_err(lib_err)?;
+                let resolved = resolved.map_err(|e| lib_err(e.into()))?;
                 (resolved.path, Some(resolved.source))
             }
             None => (named, None),

@@ -292,9 +292,16 @@ fn info(a: InfoArgs) -> Result<i32> {
 /// Exit codes, as the README documents them.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     use readout::Error as E;
+    // The hub's errors come bare (from `hub::resolve`) or inside the library's.
+    let hub = err.downcast_ref::<readout::hub::Error>().or(match err.downcast_ref::<E>() {
+        Some(E::Hub(h)) => Some(h),
+        _ => None,
+    });
+    if let Some(h) = hub {
+        return hub_exit_code(h);
+    }
     match err.downcast_ref::<E>() {
         Some(E::BadInput { .. } | E::BadFile { .. } | E::TooFewToCalibrate { .. }) => 3,
-        Some(E::HubChoice { .. }) => 2,
         Some(
             E::ModelMissing { .. }
             | E::CorruptGguf { .. }
@@ -306,15 +313,22 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::Tokenizer { .. }
             | E::LetterNotSingleToken { .. }
             | E::ChatTemplate { .. }
-            | E::HubNotFound { .. }
-            | E::HubAccess { .. }
-            | E::HubOffline { .. }
-            | E::HubChecksum { .. }
             | E::NoChatTemplate { .. },
         ) => 4,
         Some(E::Config(_) | E::Request { .. }) => 2,
         Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,
         Some(E::Device { .. }) => 6,
         _ => 1,
+    }
+}
+
+/// The exit code of a hub error: a spec to fix 2; a model not to be had 4; the network, a stop
+/// or the cache's files 1.
+fn hub_exit_code(err: &readout::hub::Error) -> i32 {
+    use readout::hub::Error as H;
+    match err {
+        H::HubChoice { .. } | H::Config(_) => 2,
+        H::HubNotFound { .. } | H::HubAccess { .. } | H::HubOffline { .. } | H::HubChecksum { .. } => 4,
+        H::HubDownload { .. } | H::HubStopped { .. } | H::Io { .. } => 1,
     }
 }

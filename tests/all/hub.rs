@@ -3,8 +3,7 @@
 
 use crate::common;
 use crate::fake_hub::{FakeHub, HubFile, COMMIT};
-use readout::hub::{resolve, Fetched, HubOptions, HubSpec, Resolved};
-use readout::Error;
+use readout::hub::{resolve, Error, Fetched, HubOptions, HubSpec, Resolved};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,7 +18,7 @@ fn tiny_gguf() -> Vec<u8> {
     std::fs::read(p).unwrap()
 }
 
-fn get(spec: &str, opts: &HubOptions) -> readout::Result<Resolved> {
+fn get(spec: &str, opts: &HubOptions) -> readout::hub::Result<Resolved> {
     resolve(&HubSpec::parse(spec).unwrap(), opts, &mut |_| true)
 }
 

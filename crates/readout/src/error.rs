@@ -91,35 +91,10 @@ pub enum Error {
     #[error("device `{requested}` is not available: {reason}")]
     Device { requested: String, reason: String },
 
-    /// A repository, revision or file the hub does not have (`hub`).
-    #[error("{what} is not on the hub ({endpoint}): {hint}")]
-    HubNotFound { what: String, endpoint: String, hint: String },
-
-    /// A gated or private repository, and no token (or one without access).
-    #[error("{repo} on {endpoint} is refused without permission (HTTP {status}): {hint}")]
-    HubAccess { repo: String, endpoint: String, status: u16, hint: String },
-
-    /// Offline, and the cache lacks what a spec needs.
-    #[error("{spec} is not in the Hugging Face cache {cache}{missing}, and offline mode downloads nothing: {hint}")]
-    HubOffline { spec: String, cache: PathBuf, missing: String, hint: String },
-
-    /// A downloaded file whose content does not match the hub's checksum; it is not kept.
-    /// `file` names the file and the spec it was for.
-    #[error("{file}: its {algorithm} is {actual} but the hub gives {expected}: the download is corrupt, so it was removed from the cache ({blob}); run again to download it anew")]
-    HubChecksum { file: String, algorithm: &'static str, expected: String, actual: String, blob: PathBuf },
-
-    /// A spec without a file whose repository does not settle which one to load.
-    #[error("{spec}: {detail}")]
-    HubChoice { spec: String, detail: String },
-
-    /// The network, or an answer that is not the hub's.
-    #[error("{spec}: {detail}")]
-    HubDownload { spec: String, detail: String },
-
-    /// A download stopped by its caller (the progress callback answered `false`). What arrived
-    /// is kept in the cache's `.part` file, which the next attempt resumes.
-    #[error("{spec}: the download of {file} was stopped after {kept} of {total} bytes; they are kept in {part}, and getting {spec} again resumes from there")]
-    HubStopped { spec: String, file: String, kept: u64, total: u64, part: PathBuf },
+    /// Getting a model from the hub ([`crate::hub`]): not found, refused, offline, corrupt,
+    /// stopped, the network.
+    #[error(transparent)]
+    Hub(#[from] readout_hub::Error),
 
     /// The OS error is part of the message, not a separate source, so `{:#}` prints it once.
     #[error("{path}: {err}")]

@@ -48,8 +48,8 @@ pub mod memory;
 // The engine: a model, its tokenizer and chat template, the passes; no rubric in it.
 pub mod engine;
 pub mod quantize;
-// Models from the hub and the catalogue of known ones.
-pub mod hub;
+// Models from the hub (the readout-hub crate) and the catalogue of known ones.
+pub use readout_hub as hub;
 pub mod models;
 // The typed options every number depends on, and the metrics.
 pub mod config;

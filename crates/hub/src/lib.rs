@@ -2,31 +2,44 @@
 //! path (a GGUF file, or a Hugging Face model directory) in the standard Hugging Face cache, so
 //! that files other tools downloaded are found and reused, and files Readout downloads serve them.
 //!
-//! The cache layout is the hub's own: `models--ORG--REPO/` holds `blobs/` (one file per content,
-//! named by its sha256 for LFS files or its git blob id otherwise), `snapshots/COMMIT/PATH` (links
-//! to the blobs) and `refs/BRANCH` (the commit a branch pointed at when last asked). The
-//! `hf-hub` crate (its blocking client) does the download itself: the URL, the token, the
-//! `.part` file resumed with a Range request, the link and the ref. Around it this module adds
-//! what hf-hub leaves out:
+//! The cache layout is the hub's own (the `cache` module reads and writes it): `models--ORG--REPO/`
+//! holds `blobs/` (one file per content, named by its sha256 for LFS files or its git blob id
+//! otherwise), `snapshots/COMMIT/PATH` (links to the blobs) and `refs/BRANCH` (the commit a
+//! branch pointed at when last asked). The download is this crate's own, on a blocking ureq
+//! client with rustls (no system TLS library):
 //!
 //! - the cache first: a spec whose files are in the cache resolves with no request at all
 //!   (`HubOptions::refresh` asks the hub which commit the revision is now, as `readout pull` does);
 //! - offline resolution from the cache alone, with an error that names what is missing;
 //! - the files to fetch, from one call to the hub's API (`/api/models/REPO/revision/REV?blobs=true`):
 //!   the commit, every file's size and checksum; without `:FILE`, the GGUF or the directory's files;
-//! - every downloaded file checked against the hub's checksum (sha256 for LFS files, the git blob
-//!   id otherwise); a file that does not match is removed from the cache and refused;
+//! - each file downloaded into `blobs/HASH.part` and resumed from there with a Range request
+//!   (a server that ignores Range starts it over), its checksum (sha256 for LFS files, the git
+//!   blob id otherwise) computed as the bytes stream in; a file that does not match is removed
+//!   from the cache and refused; one that does is renamed into place and linked;
 //! - blobs already in the cache (another commit, another tool) linked instead of downloaded;
-//! - typed errors that say what to do (not found, needs a token, offline, corrupt, network).
+//! - typed errors ([`Error`]) that say what to do (not found, needs a token, offline, corrupt,
+//!   network).
 //!
 //! Settings come in [`HubOptions`] (the shell reads `HF_ENDPOINT`, `HF_HOME`, `HF_HUB_CACHE`,
 //! `HF_TOKEN`, `HF_HUB_OFFLINE` and hands them to [`HubOptions::from_vars`]); progress goes to a
-//! callback, which stops the download by answering `false` (the bytes that arrived stay in the
-//! cache's `.part` file for the next attempt to resume). Nothing here prints or reads the
-//! environment. The commit a spec resolved to comes back in [`ModelSource`], which result files
-//! record so that a run can be repeated on exactly the same files.
+//! callback, called for every chunk, which stops the download by answering `false` (the bytes
+//! that arrived stay in the cache's `.part` file for the next attempt to resume). Nothing here
+//! prints or reads the environment. The commit a spec resolved to comes back in
+//! [`ModelSource`], which result files record so that a run can be repeated on exactly the same
+//! files.
 
-use crate::error::{Error, Result};
+mod cache;
+mod checksum;
+mod client;
+mod download;
+mod error;
+
+pub use cache::repo_dir;
+pub use error::{Error, Result};
+
+use cache::{cached_commit, set_ref};
+use client::Hub;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -256,11 +269,6 @@ pub struct DownloadProgress<'a> {
     pub total: u64,
 }
 
-/// The folder of a repository in the cache: `CACHE/models--ORG--REPO`.
-pub fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
-    cache_dir.join(hf_hub::Repo::model(repo.to_string()).folder_name())
-}
-
 /// Resolve `spec` to local files: from the cache when they are there (and `refresh` is off),
 /// else from the hub, downloading what is missing. Without a file in the spec, a repository
 /// with GGUF files gives one GGUF (the only one; else the [`PREFERRED_QUANT`] one; else an error
@@ -283,7 +291,7 @@ pub fn resolve(
     if opts.offline {
         return Err(offline_error(spec, opts, &dir));
     }
-    let hub = Hub::new(spec, opts)?;
+    let hub = Hub::new(spec, opts);
     let details = hub.details()?;
     let names: Vec<&str> = details.siblings.iter().map(|s| s.rfilename.as_str()).collect();
     let (choice, chosen) = choose(spec, &names, &opts.endpoint)?;
@@ -295,7 +303,7 @@ pub fn resolve(
             .iter()
             .find(|s| s.rfilename == name)
             .ok_or_else(|| hub.download_error(format!("the hub's file list lost `{name}`")))?;
-        files.push(hub.ensure(&dir, &details.sha, sibling, progress)?);
+        files.push(download::ensure(&hub, &dir, &details.sha, sibling, progress)?);
     }
     set_ref(&dir, spec.revision(), &details.sha)?;
     let (path, file) = match &choice {
@@ -426,49 +434,11 @@ fn choose(spec: &HubSpec, names: &[&str], endpoint: &str) -> Result<(Choice, Opt
     })
 }
 
-/// A full commit id: 40 lowercase hex digits.
-fn is_commit(s: &str) -> bool {
-    s.len() == 40 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// The commit a revision points at in the cache: the commit itself when the revision is one and
-/// its snapshot exists, else `refs/REVISION`.
-fn cached_commit(dir: &Path, revision: &str) -> Option<String> {
-    if is_commit(revision) {
-        return dir.join("snapshots").join(revision).is_dir().then(|| revision.to_string());
-    }
-    let text = std::fs::read_to_string(dir.join("refs").join(revision)).ok()?;
-    let commit = text.trim().to_string();
-    is_commit(&commit).then_some(commit)
-}
-
-/// Every file under `root`, as `/`-separated paths relative to it (links followed: a link
-/// whose blob is gone is left out).
-fn list_files(root: &Path) -> Vec<String> {
-    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-            let path = e.path();
-            if path.is_dir() {
-                walk(&path, &rel, out);
-            } else if path.is_file() {
-                out.push(rel);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, "", &mut out);
-    out.sort();
-    out
-}
-
 /// The spec from the cache alone, when its files are there.
 fn from_cache(spec: &HubSpec, dir: &Path) -> Result<Option<Resolved>> {
     let Some(commit) = cached_commit(dir, spec.revision()) else { return Ok(None) };
     let snapshot = dir.join("snapshots").join(&commit);
-    let names = list_files(&snapshot);
+    let names = cache::list_files(&snapshot);
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let ggufs = refs.iter().filter(|n| n.to_ascii_lowercase().ends_with(".gguf") && !is_projector(n)).count();
     let (choice, chosen) = match choose(spec, &refs, "the cache") {
@@ -512,416 +482,6 @@ fn offline_error(spec: &HubSpec, opts: &HubOptions, dir: &Path) -> Error {
             spec.to_string().trim_start_matches(PREFIX)
         ),
     }
-}
-
-/// Point `refs/REVISION` at `commit` (a branch or tag; a commit needs no ref).
-fn set_ref(dir: &Path, revision: &str, commit: &str) -> Result<()> {
-    if is_commit(revision) {
-        return Ok(());
-    }
-    let path = dir.join("refs").join(revision);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    std::fs::write(&path, commit).map_err(|e| Error::io(&path, e))
-}
-
-/// The hub's answer about a revision: its commit and its files.
-#[derive(Debug, Deserialize)]
-struct RepoDetails {
-    sha: String,
-    #[serde(default)]
-    siblings: Vec<Sibling>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Sibling {
-    rfilename: String,
-    size: Option<u64>,
-    #[serde(rename = "blobId")]
-    blob_id: Option<String>,
-    lfs: Option<Lfs>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Lfs {
-    sha256: String,
-    size: u64,
-}
-
-impl Sibling {
-    /// The checksum the hub gives for the file, which is also its blob's name in the cache:
-    /// `(name, is_sha256)`.
-    fn checksum(&self) -> Option<(&str, bool)> {
-        match (&self.lfs, &self.blob_id) {
-            (Some(l), _) => Some((l.sha256.as_str(), true)),
-            (None, Some(b)) => Some((b.as_str(), false)),
-            (None, None) => None,
-        }
-    }
-
-    fn size(&self) -> Option<u64> {
-        self.lfs.as_ref().map(|l| l.size).or(self.size)
-    }
-}
-
-/// A blob's checksum as the hub names it: sha256 (64 hex digits) for LFS files, the git blob id
-/// (40) otherwise. `None` for a name that is neither.
-fn checksum_of(path: &Path, name: &str) -> Result<Option<(&'static str, String)>> {
-    use sha1::Digest;
-    let hex_ok = name.bytes().all(|b| b.is_ascii_hexdigit());
-    if hex_ok && name.len() == 64 {
-        return Ok(Some(("sha256", crate::hash::sha256_file(path)?)));
-    }
-    if hex_ok && name.len() == 40 {
-        let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
-        let mut h = sha1::Sha1::new();
-        h.update(format!("blob {len}\0").as_bytes());
-        std::io::copy(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
-        return Ok(Some(("git blob id", hex::encode(h.finalize()))));
-    }
-    Ok(None)
-}
-
-/// Link `link` (a path under `dir`, the repository's folder) to the blob `target`: relative, as
-/// the hub's tools link them; a copy where links are not allowed.
-fn link_blob(dir: &Path, target: &Path, link: &Path) -> Result<()> {
-    if let Some(parent) = link.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    #[cfg(unix)]
-    {
-        // snapshots/COMMIT/a/b.gguf → ../../../blobs/NAME: one `..` per folder below `dir`.
-        let up = link.strip_prefix(dir).map(|rel| rel.components().count().saturating_sub(1)).unwrap_or(2);
-        let rel = std::iter::repeat_n(std::path::Component::ParentDir.as_os_str(), up)
-            .collect::<PathBuf>()
-            .join("blobs")
-            .join(target.file_name().unwrap_or_default());
-        std::os::unix::fs::symlink(&rel, link).map_err(|e| Error::io(link, e))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        std::fs::copy(target, link).map(|_| ()).map_err(|e| Error::io(link, e))
-    }
-}
-
-/// hf-hub's client for one spec, and what its errors mean.
-struct Hub<'a> {
-    spec: &'a HubSpec,
-    opts: &'a HubOptions,
-    api: hf_hub::api::sync::Api,
-}
-
-impl<'a> Hub<'a> {
-    fn new(spec: &'a HubSpec, opts: &'a HubOptions) -> Result<Self> {
-        // From the cache folder given (never the crate's default, which reads the home folder);
-        // the token is set either way, so that hf-hub reads no token file on its own.
-        let api = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(opts.cache_dir.clone()))
-            .with_endpoint(opts.endpoint.trim_end_matches('/').to_string())
-            .with_token(opts.token.clone())
-            .with_progress(false)
-            .with_retries(opts.retries)
-            .with_user_agent("readout", env!("CARGO_PKG_VERSION"))
-            .build()
-            .map_err(|e| Error::HubDownload { spec: spec.to_string(), detail: e.to_string() })?;
-        Ok(Hub { spec, opts, api })
-    }
-
-    fn repo(&self, revision: &str) -> hf_hub::api::sync::ApiRepo {
-        self.api.repo(hf_hub::Repo::with_revision(
-            self.spec.repo.clone(),
-            hf_hub::RepoType::Model,
-            revision.to_string(),
-        ))
-    }
-
-    fn download_error(&self, detail: String) -> Error {
-        Error::HubDownload { spec: self.spec.to_string(), detail }
-    }
-
-    /// An HTTP error status as a typed error; `file` when the request was for one file.
-    fn status_error(&self, status: u16, code: Option<&str>, message: &str, file: Option<&str>) -> Error {
-        let endpoint = self.opts.endpoint.clone();
-        let repo = &self.spec.repo;
-        let said = if message.is_empty() { String::new() } else { format!(" (the hub says: {message})") };
-        match (status, code) {
-            (_, Some("GatedRepo")) | (403, _) => Error::HubAccess {
-                repo: repo.clone(),
-                endpoint,
-                status,
-                hint: format!(
-                    "the repository is gated{said}: accept its terms on its page while logged in, then set HF_TOKEN to a token of that account"
-                ),
-            },
-            (_, Some("RevisionNotFound")) => Error::HubNotFound {
-                what: format!("revision `{}` of {repo}", self.spec.revision()),
-                endpoint,
-                hint: format!("name a branch, tag or commit the repository has{said}"),
-            },
-            (_, Some("EntryNotFound")) => Error::HubNotFound {
-                what: format!("file `{}` of {repo}", file.unwrap_or("?")),
-                endpoint,
-                hint: format!("the repository at revision {} has no such file{said}", self.spec.revision()),
-            },
-            (404, _) | (401, _) if file.is_none() || code == Some("RepoNotFound") => Error::HubNotFound {
-                what: format!("repository {repo}"),
-                endpoint,
-                hint: format!(
-                    "check its name (ORG/REPO, as in the address of its page){said}; a private repository needs HF_TOKEN"
-                ),
-            },
-            (404, _) => Error::HubNotFound {
-                what: format!("file `{}` of {repo}", file.unwrap_or("?")),
-                endpoint,
-                hint: format!("the repository at revision {} has no such file{said}", self.spec.revision()),
-            },
-            (401, _) => Error::HubAccess {
-                repo: repo.clone(),
-                endpoint,
-                status,
-                hint: format!("the hub wants a token{said}: set HF_TOKEN to a token that can read it"),
-            },
-            _ => self.download_error(format!("the hub answered HTTP {status}{said}; try again later")),
-        }
-    }
-
-    fn ureq_error(&self, e: ureq::Error, file: Option<&str>) -> Error {
-        match e {
-            ureq::Error::Status(status, resp) => {
-                let code = resp.header("x-error-code").map(String::from);
-                let message = resp.header("x-error-message").map(String::from).unwrap_or_default();
-                self.status_error(status, code.as_deref(), &message, file)
-            }
-            ureq::Error::Transport(t) => self.download_error(format!(
-                "cannot reach {} ({t}); check the network, or use --offline",
-                self.opts.endpoint
-            )),
-        }
-    }
-
-    /// The revision's commit and files (`?blobs=true`: sizes and checksums).
-    fn details(&self) -> Result<RepoDetails> {
-        let resp = self.repo(self.spec.revision()).info_request().query("blobs", "true").call();
-        let resp = resp.map_err(|e| self.ureq_error(e, None))?;
-        let details: RepoDetails = resp.into_json().map_err(|e| {
-            self.download_error(format!(
-                "the hub's answer about the repository is not what Readout reads ({e}); is {} a Hugging Face hub?",
-                self.opts.endpoint
-            ))
-        })?;
-        if !is_commit(&details.sha) {
-            return Err(self.download_error(format!("the hub gave `{}` as the commit, not 40 hex digits", details.sha)));
-        }
-        if let Some(bad) = details.siblings.iter().find(|s| !relative_path_ok(&s.rfilename)) {
-            return Err(self.download_error(format!("the hub lists a file `{}` outside the repository", bad.rfilename)));
-        }
-        Ok(details)
-    }
-
-    /// One file of the snapshot in place: already there, linked to a blob the cache has, or
-    /// downloaded (resuming a partial download) and checked.
-    fn ensure(
-        &self,
-        dir: &Path,
-        commit: &str,
-        sibling: &Sibling,
-        progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool,
-    ) -> Result<FileReport> {
-        let name = sibling.rfilename.as_str();
-        let pointer = dir.join("snapshots").join(commit).join(name);
-        let checksum = sibling.checksum().filter(|(c, _)| c.bytes().all(|b| b.is_ascii_hexdigit()));
-        if pointer.is_file() {
-            let size = std::fs::metadata(&pointer).map_err(|e| Error::io(&pointer, e))?.len();
-            return Ok(FileReport { name: name.to_string(), size, fetched: Fetched::Cached });
-        }
-        if let Some((blob_name, _)) = checksum {
-            let blob = dir.join("blobs").join(blob_name);
-            let size = std::fs::metadata(&blob).map(|m| m.len()).ok();
-            if size.is_some() && size == sibling.size() {
-                if pointer.symlink_metadata().is_ok() {
-                    // A link whose blob was gone (`is_file` above failed): replace it.
-                    std::fs::remove_file(&pointer).map_err(|e| Error::io(&pointer, e))?;
-                }
-                link_blob(dir, &blob, &pointer)?;
-                return Ok(FileReport { name: name.to_string(), size: size.unwrap_or(0), fetched: Fetched::Linked });
-            }
-        }
-        self.download(dir, commit, sibling, checksum, progress)
-    }
-
-    fn download(
-        &self,
-        dir: &Path,
-        commit: &str,
-        sibling: &Sibling,
-        checksum: Option<(&str, bool)>,
-        progress: &mut dyn FnMut(&DownloadProgress<'_>) -> bool,
-    ) -> Result<FileReport> {
-        let name = sibling.rfilename.as_str();
-        let part = checksum.map(|(c, _)| dir.join("blobs").join(format!("{c}.part")));
-        let resumed_from = part.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
-        // hf-hub writes `refs/REVISION`; asked for the commit, that would be `refs/COMMIT`, which
-        // the hub's tools never write: removed after, unless it was there before.
-        let stray_ref = dir.join("refs").join(commit);
-        let had_stray_ref = stray_ref.exists();
-        // Pinned to the commit the file list came from, so every file is of that one commit.
-        let repo = self.repo(commit);
-        let mut adapter = ProgressAdapter { file: name, done: 0, total: 0, callback: progress };
-        let mut result = stoppable(|| repo.download_with_progress(name, &mut adapter));
-        if let (Ok(Err(hf_hub::api::sync::ApiError::InvalidResume)), Some(p)) = (&result, &part) {
-            // A partial file longer than the file: not a prefix of it; start again.
-            std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
-            result = stoppable(|| repo.download_with_progress(name, &mut adapter));
-        }
-        if !had_stray_ref {
-            let _ = std::fs::remove_file(&stray_ref);
-        }
-        let Ok(result) = result else {
-            // Stopped by the caller: hf-hub's lock on the blob is released (its guard dropped
-            // while unwinding); its lock file goes, the partial file stays.
-            if let Some((c, _)) = checksum {
-                let _ = std::fs::remove_file(dir.join("blobs").join(format!("{c}.lock")));
-            }
-            let kept = part.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
-            return Err(Error::HubStopped {
-                spec: self.spec.to_string(),
-                file: name.to_string(),
-                kept,
-                total: sibling.size().unwrap_or(adapter.total),
-                part: part.unwrap_or_else(|| dir.join("blobs")),
-            });
-        };
-        let pointer = result.map_err(|e| self.api_error(e, name, part.as_deref(), sibling.size()))?;
-        let blob = std::fs::canonicalize(&pointer).map_err(|e| Error::io(&pointer, e))?;
-        if let Some(lock) = blob.file_name().map(|n| blob.with_file_name(format!("{}.lock", n.to_string_lossy()))) {
-            let _ = std::fs::remove_file(lock);
-        }
-        let blob_name = blob.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        // The blob is named by the checksum the download's answer carried; the hub's file list
-        // gave one too. The content must match both.
-        let expected = checksum.map(|(c, _)| c.to_ascii_lowercase()).unwrap_or_else(|| blob_name.clone());
-        let verdict = checksum_of(&blob, &expected)?;
-        let ok = match &verdict {
-            Some((_, actual)) => *actual == expected && blob_name.eq_ignore_ascii_case(&expected),
-            None => false,
-        };
-        if !ok {
-            let _ = std::fs::remove_file(&pointer);
-            let _ = std::fs::remove_file(&blob);
-            // The snapshot's folders, when that file was all they held.
-            let snapshot = dir.join("snapshots").join(commit);
-            let mut folder = pointer.parent();
-            while let Some(f) = folder.filter(|f| f.starts_with(&snapshot)) {
-                if std::fs::remove_dir(f).is_err() {
-                    break;
-                }
-                folder = f.parent();
-            }
-            let (algorithm, actual) = verdict.unwrap_or(("checksum", "(none Readout can check)".to_string()));
-            return Err(Error::HubChecksum {
-                file: format!("{name} of {}", self.spec),
-                algorithm,
-                expected,
-                actual,
-                blob,
-            });
-        }
-        let size = std::fs::metadata(&blob).map_err(|e| Error::io(&blob, e))?.len();
-        let expected_pointer = dir.join("snapshots").join(commit).join(name);
-        if pointer != expected_pointer && !expected_pointer.is_file() {
-            link_blob(dir, &blob, &expected_pointer)?;
-        }
-        Ok(FileReport { name: name.to_string(), size, fetched: Fetched::Downloaded { resumed_from } })
-    }
-
-    fn api_error(&self, e: hf_hub::api::sync::ApiError, file: &str, part: Option<&Path>, size: Option<u64>) -> Error {
-        use hf_hub::api::sync::ApiError as A;
-        let kept = || {
-            let have = part.and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len()).unwrap_or(0);
-            match (part, size) {
-                (Some(p), Some(total)) if have > 0 => {
-                    format!(
-                        "; {have} of {total} bytes are kept in {} and the next attempt resumes from there",
-                        p.display()
-                    )
-                }
-                _ => String::new(),
-            }
-        };
-        match e {
-            A::RequestError(u) => self.ureq_error(*u, Some(file)),
-            A::TooManyRetries(inner) => match *inner {
-                A::RequestError(u) => self.ureq_error(*u, Some(file)),
-                other => self.download_error(format!("downloading {file}: {other}{}", kept())),
-            },
-            A::IoError(io) => self.download_error(format!("downloading {file}: {io}{}; run again", kept())),
-            A::MissingHeader(h) | A::InvalidHeader(h) => self.download_error(format!(
-                "the hub's answer for {file} lacks a valid `{h}` header; is {} a Hugging Face hub?",
-                self.opts.endpoint
-            )),
-            A::LockAcquisition(p) => self.download_error(format!(
-                "another program is downloading {file} into the cache (it holds {}); wait for it, then run again",
-                p.display()
-            )),
-            other => self.download_error(format!("downloading {file}: {other}{}", kept())),
-        }
-    }
-}
-
-/// The caller's answer to stop a download, carried out of hf-hub's download loop.
-struct Stopped;
-
-/// Run `download` (an hf-hub download with a [`ProgressAdapter`]): `Err(Stopped)` when the
-/// caller stopped it.
-///
-/// hf-hub's blocking download is one `io::copy` with no way to stop it but an error, and its
-/// progress callback cannot return one. So the adapter leaves it by unwinding with
-/// `resume_unwind` (which runs no panic hook: nothing is printed), and this catches exactly that
-/// payload; any other panic goes on unwinding. What unwinds through hf-hub is a file being
-/// appended to (its bytes so far stay, as after a broken connection) and its lock guard
-/// (released on drop). Under `panic = "abort"` the adapter never stops a download (see
-/// [`ProgressAdapter::update`]); neither Readout's binaries nor the app set it.
-fn stoppable<T>(download: impl FnOnce() -> T) -> std::result::Result<T, Stopped> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(download)) {
-        Ok(v) => Ok(v),
-        Err(payload) if payload.is::<Stopped>() => Err(Stopped),
-        Err(payload) => std::panic::resume_unwind(payload),
-    }
-}
-
-/// hf-hub's progress as [`DownloadProgress`] calls.
-struct ProgressAdapter<'p, 'c> {
-    file: &'p str,
-    done: u64,
-    total: u64,
-    callback: &'c mut dyn FnMut(&DownloadProgress<'_>) -> bool,
-}
-
-impl ProgressAdapter<'_, '_> {
-    /// Tell the caller; when it answers `false`, leave hf-hub's download (see [`stoppable`]).
-    fn report(&mut self) {
-        let go_on = (self.callback)(&DownloadProgress { file: self.file, done: self.done, total: self.total });
-        if !go_on && cfg!(panic = "unwind") {
-            std::panic::resume_unwind(Box::new(Stopped));
-        }
-    }
-}
-
-impl hf_hub::api::Progress for &mut ProgressAdapter<'_, '_> {
-    fn init(&mut self, size: usize, _filename: &str) {
-        // hf-hub follows with `update(bytes already there)`: the first report says where it starts.
-        self.total = size as u64;
-        self.done = 0;
-    }
-
-    fn update(&mut self, size: usize) {
-        self.done += size as u64;
-        self.report();
-    }
-
-    fn finish(&mut self) {}
 }
 
 #[cfg(test)]
@@ -1033,35 +593,5 @@ mod tests {
         assert!(err.contains("tokenizer.json"), "{err}");
         let err = choose(&spec(None), &["README.md"], "e").unwrap_err().to_string();
         assert!(err.contains("no GGUF file and no config.json"), "{err}");
-    }
-
-    #[test]
-    fn git_blob_ids_are_computed_as_git_does() {
-        // `printf 'hello\n' | git hash-object --stdin` = ce013625030ba8dba906f756967f9e9ca394464a
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, "hello\n").unwrap();
-        let (alg, id) = checksum_of(&p, "ce013625030ba8dba906f756967f9e9ca394464a").unwrap().unwrap();
-        assert_eq!((alg, id.as_str()), ("git blob id", "ce013625030ba8dba906f756967f9e9ca394464a"));
-        // sha256("hello\n")
-        let name = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
-        assert_eq!(checksum_of(&p, name).unwrap().unwrap().1, name);
-        assert!(checksum_of(&p, "not-a-checksum").unwrap().is_none());
-    }
-
-    #[test]
-    fn blob_links_are_relative_to_the_snapshot() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = dir.path().join("models--o--m");
-        let blob = repo.join("blobs").join("abc");
-        std::fs::create_dir_all(blob.parent().unwrap()).unwrap();
-        std::fs::write(&blob, "x").unwrap();
-        for rel in ["f.gguf", "sub/dir/f.gguf"] {
-            let link = repo.join("snapshots").join("c0mmit").join(rel);
-            link_blob(&repo, &blob, &link).unwrap();
-            assert_eq!(std::fs::read_to_string(&link).unwrap(), "x", "{rel}");
-            #[cfg(unix)]
-            assert!(std::fs::read_link(&link).unwrap().is_relative());
-        }
     }
 }
