@@ -11,18 +11,18 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use readout::analysis::loglik::Request;
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
 use readout::engine::device::DeviceRequest;
+use readout::engine::template::TemplateSource;
 use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
 use readout::formats::evalset::EvalSet;
-use readout::hub::{resolve, HubOptions, HubSpec};
-use readout::analysis::loglik::Request;
 use readout::formats::results::ResultFile;
+use readout::hub::{resolve, HubOptions, HubSpec};
 use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
 use readout::jobs::run::{Control, RunInput};
 use readout::jobs::score::Text;
-use readout::engine::template::TemplateSource;
 use readout::truncate::Truncate;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -206,9 +206,14 @@ impl Judge {
         let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(lib_err)?;
         let results = py
             .allow_threads(|| {
-                readout::jobs::score::score_texts(&self.engine, &rubric, &texts, &config, &HashSet::new(), &mut |_, _, _| {
-                    true
-                })
+                readout::jobs::score::score_texts(
+                    &self.engine,
+                    &rubric,
+                    &texts,
+                    &config,
+                    &HashSet::new(),
+                    &mut |_, _, _| true,
+                )
             })
             .map_err(lib_err)?;
         results.iter().map(to_json).collect()
