@@ -89,41 +89,40 @@ fn csv_answers_hold_what_the_json_lines_hold() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut reader = csv::Reader::from_reader(&out.stdout[..]);
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
-    assert_eq!(
-        header,
-        [
-            "index",
-            "id",
-            "criterion",
-            "chosen",
-            "probability",
-            "margin",
-            "close",
-            "order_unstable",
-            "expected_level",
-            "abstained"
-        ]
-    );
+    // The one table of answers: the app's Export CSV writes the same columns.
+    assert_eq!(header, readout::jobs::answers::CSV_HEADER);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let want: Vec<(&serde_json::Value, &serde_json::Value)> =
         json.iter().flat_map(|t| t["criteria"].as_array().unwrap().iter().map(move |c| (t, c))).collect();
     assert_eq!(rows.len(), want.len(), "one row per text and criterion");
     assert_eq!(rows.len(), 6);
     let num = |s: &str| s.parse::<f64>().unwrap();
+    let texts = ["Refund me now.", "Where do I change my email?"];
     for (row, (t, c)) in rows.iter().zip(want) {
-        assert_eq!(row[0].parse::<u64>().unwrap(), t["index"].as_u64().unwrap());
-        assert_eq!(&row[1], t["id"].as_str().unwrap_or(""));
-        assert_eq!(&row[2], c["criterion"].as_str().unwrap());
-        assert_eq!(&row[3], c["chosen"].as_str().unwrap());
-        assert_eq!(num(&row[4]), c["probability"].as_f64().unwrap(), "the same number, to the last bit");
-        assert_eq!(num(&row[5]), c["margin"].as_f64().unwrap());
-        assert_eq!(row[6].parse::<bool>().unwrap(), c["close"].as_bool().unwrap());
-        assert_eq!(row[7].parse::<bool>().unwrap(), c["order_unstable"].as_bool().unwrap(), "cyclic checks order");
+        let at = |name: &str| &row[col(name)];
+        assert_eq!(at("index").parse::<u64>().unwrap(), t["index"].as_u64().unwrap());
+        assert_eq!(at("id"), t["id"].as_str().unwrap_or(""));
+        assert_eq!(at("text"), texts[t["index"].as_u64().unwrap() as usize]);
+        assert_eq!(at("criterion"), c["criterion"].as_str().unwrap());
+        assert_eq!(at("type"), c["type"].as_str().unwrap());
+        assert_eq!(at("chosen"), c["chosen"].as_str().unwrap());
+        assert_eq!(num(at("probability")), c["probability"].as_f64().unwrap(), "the same number, to the last bit");
+        assert_eq!(num(at("margin")), c["margin"].as_f64().unwrap());
+        assert_eq!(at("close").parse::<bool>().unwrap(), c["close"].as_bool().unwrap());
+        assert_eq!(
+            at("order_unstable").parse::<bool>().unwrap(),
+            c["order_unstable"].as_bool().unwrap(),
+            "cyclic checks order"
+        );
         match c["expected_level"].as_f64() {
-            Some(e) => assert_eq!(num(&row[8]), e),
-            None => assert_eq!(&row[8], ""),
+            Some(e) => assert_eq!(num(at("expected_level")), e),
+            None => assert_eq!(at("expected_level"), ""),
         }
-        assert_eq!(&row[9], "", "no threshold was given: nothing withheld");
+        assert_eq!(num(at("letter_mass")), c["letter_mass"].as_f64().unwrap());
+        assert_eq!(at("abstained"), "", "no threshold was given: nothing withheld");
+        let options = c["options"].as_array().unwrap().len();
+        assert_eq!(at("options").split("; ").count(), options);
     }
 }
 
