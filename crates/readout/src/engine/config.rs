@@ -246,6 +246,37 @@ impl ModelConfig {
     }
 }
 
+/// Llama 3's `rope_scaling` of `config.json` as per-frequency divisors, computed as llama.cpp's
+/// converter computes the `rope_freqs.weight` it writes (the same scaled frequencies as
+/// transformers' `_compute_llama3_parameters`): wavelengths shorter than
+/// `original / high_freq_factor` keep their frequency, those longer than `original /
+/// low_freq_factor` are divided by `factor`, and those between are blended smoothly.
+pub(crate) fn llama3_rope_factors(
+    theta: f32,
+    head_dim: usize,
+    factor: f64,
+    low_freq_factor: f64,
+    high_freq_factor: f64,
+    original_context: f64,
+) -> Vec<f32> {
+    let low_wavelen = original_context / low_freq_factor;
+    let high_wavelen = original_context / high_freq_factor;
+    (0..head_dim / 2)
+        .map(|i| {
+            let freq = 1.0 / (theta as f64).powf(2.0 * i as f64 / head_dim as f64);
+            let wavelen = 2.0 * std::f64::consts::PI / freq;
+            if wavelen < high_wavelen {
+                1.0
+            } else if wavelen > low_wavelen {
+                factor as f32
+            } else {
+                let smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                (1.0 / ((1.0 - smooth) / factor + smooth)) as f32
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +307,19 @@ mod tests {
         }
         assert_eq!(Architecture::from_name("gpt2"), None);
         assert_eq!(Architecture::from_name("gemma2"), None);
+    }
+
+    #[test]
+    fn llama3_factors_as_llama_cpp_writes_rope_freqs() {
+        // Llama 3.1 8B: base 500,000, head 128, factor 8, low/high frequency factors 1 and 4,
+        // original context 8,192. By hand for pair 30: its frequency 500000^(−60/128) = 2.1311e-3,
+        // wavelength 2π / that = 2,948.3, between 8192/4 and 8192/1; smooth = (8192/2948.3 − 1)/3
+        // = 0.59285; factor = 1 / ((1 − 0.59285)/8 + 0.59285) = 1.5534.
+        let f = llama3_rope_factors(500_000.0, 128, 8.0, 1.0, 4.0, 8192.0);
+        assert_eq!(f.len(), 64);
+        assert!(f[..29].iter().all(|&x| x == 1.0));
+        assert!(f[35..].iter().all(|&x| x == 8.0));
+        assert!((f[30] - 1.5534).abs() < 2e-4, "{}", f[30]);
+        assert!(f[29..35].windows(2).all(|w| w[0] < w[1]), "the blend rises: {:?}", &f[29..35]);
     }
 }

@@ -74,7 +74,7 @@ pub fn tiny_gemma3_with_window(window: usize) -> ModelConfig {
 /// in all three of its bands: kept, blended and divided).
 pub fn tiny_llama3() -> ModelConfig {
     let mut cfg = tiny_config(Architecture::Llama);
-    cfg.rope_factors = Some(super::load::llama3_rope_factors(cfg.rope_theta, cfg.head_dim, 8.0, 1.0, 4.0, 64.0));
+    cfg.rope_factors = Some(super::config::llama3_rope_factors(cfg.rope_theta, cfg.head_dim, 8.0, 1.0, 4.0, 64.0));
     cfg
 }
 

@@ -7,8 +7,9 @@
 //! the kernels touch are the file's (shared with the page cache, dropped by the kernel under
 //! pressure), and no weight exists twice — q, k and v (and gate and up) are one matrix of
 //! several parts, not a joined copy. The kernels decode the rows they multiply as they go
-//! (`project.rs`); the values they decode are exactly those candle's `dequantize` gives, so a
-//! product over decoded panels is bit for bit the product over weights expanded at load.
+//! (`backends/cpu/project.rs`); the values they decode are exactly those candle's `dequantize`
+//! gives, so a product over decoded panels is bit for bit the product over weights expanded at
+//! load.
 
 use candle_core::quantized::k_quants::{
     BlockQ2K, BlockQ3K, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8K, BlockQ8_0,
@@ -129,12 +130,9 @@ impl Stacked {
         self.cols
     }
 
-    /// Whether every part is in an encoding the integer kernel reads (`int8.rs`) and that
-    /// kernel runs on this CPU.
-    pub(crate) fn int8_ready(&self) -> bool {
-        self.cols.is_multiple_of(super::int8::BLOCK)
-            && self.parts.iter().all(|p| super::int8::encodes(p.dtype))
-            && super::int8::available()
+    /// The encodings of the parts, in order.
+    pub(crate) fn dtypes(&self) -> impl Iterator<Item = GgmlDType> + '_ {
+        self.parts.iter().map(|p| p.dtype)
     }
 
     /// The encoding and bytes of row `r` of the stack.

@@ -14,7 +14,7 @@
 //! A row's result depends only on its own activations and the weights, summed block after block
 //! in one order: never on the rows that share its pass or on the thread count.
 
-use super::weights::Stacked;
+use crate::engine::weights::Stacked;
 use candle_core::quantized::GgmlDType;
 use half::f16;
 
@@ -22,7 +22,7 @@ use half::f16;
 pub(crate) const BLOCK: usize = 32;
 
 /// Output columns of a decoded panel (the projection's panel width).
-const COLS: usize = super::project::PANEL;
+const COLS: usize = super::PANEL;
 
 /// Whether the kernel can run here (AVX-512 F, BW and VNNI).
 pub(crate) fn available() -> bool {
@@ -36,6 +36,12 @@ pub(crate) fn available() -> bool {
     {
         false
     }
+}
+
+/// Whether the integer kernel can multiply `w`: every part in an encoding it reads, rows of whole
+/// blocks, and the kernel runs on this CPU.
+pub(crate) fn ready(w: &Stacked) -> bool {
+    w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && available()
 }
 
 /// Whether weights of `dtype` are written exactly as `d·u + m` blocks of 32.
@@ -82,7 +88,7 @@ impl Width {
 /// per row and block, and each block's sum as quantised (`s·Σq`: with it the offset term and the
 /// products see the same activations, and the error of a block's sum is `Σ w·(a − s·q)`,
 /// whatever the offset).
-// Only the x86-64 kernel reads them; elsewhere `int8_ready` is false and they are never made.
+// Only the x86-64 kernel reads them; elsewhere `ready` is false and they are never made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Acts {
     pub q: Vec<u8>,
@@ -491,7 +497,7 @@ mod tests {
         if !available() {
             return Ok(());
         }
-        use super::super::weights::{Encoded, Stacked};
+        use crate::engine::weights::{Encoded, Stacked};
         let (k, out) = (256, 80);
         for width in [Width::I8, Width::I16] {
             for dtype in TYPES {

@@ -1,23 +1,26 @@
-//! A layer's element-wise steps in one CUDA launch each (`--fused-kernels on`). Why it exists: on
-//! a GPU a pass's time is the host's time to queue its kernels (each of candle's ops is a
-//! launch, ~11 µs of GPU work each on the readout's passes), and a layer spent most of its
-//! launches on small element-wise steps:
+//! A layer's element-wise steps as one op each, for one CUDA launch each (`--fused-kernels on`).
+//! Why they exist: on a GPU a pass's time is the host's time to queue its kernels (each of
+//! candle's ops is a launch, ~11 µs of GPU work each on the readout's passes), and a layer spent
+//! most of its launches on small element-wise steps:
 //! - the residual add and the RMSNorm after it (two launches, twice a layer) →
 //!   [`add_rms_norm`], one;
 //! - the joint q, k, v product put heads first, Qwen3's and Gemma 3's q and k norms, RoPE on q
 //!   and on k, and the query scale (four to six launches) → [`qkv_heads`], one;
 //! - the gated MLP's `silu(gate) · up` (Gemma 3: GELU's tanh form) from the joint gate-and-up
-//!   product (two launches) → one: `fused.rs`'s ops, whose CUDA forward is `gated` here.
+//!   product (two launches) → [`swiglu`] and [`geglu`], one.
 //!
-//! The kernels are CUDA C (`fused_cuda.cu`), compiled by NVRTC (which candle's CUDA build already
-//! loads) once a process, in the engine's warm-up pass at load (`Engine::load`). Each op's CPU
-//! forward is its reference, checked below against the candle ops the model otherwise runs; the
-//! CPU path of the model never uses them (it stays as it was, bit for bit). The GPU parity test
-//! is `tests/all/engine.rs`'s `the_fused_kernels_give_the_unfused_path_s_probabilities`
+//! Each op's CUDA forward is in `backends/cuda` (its kernels CUDA C, compiled by NVRTC once a
+//! process, in the engine's warm-up pass at load). The CPU forward of SwiGLU and GeGLU is the
+//! CPU's own fused loop (`backends/cpu/fused.rs`), which the model runs on the CPU; that of the
+//! other two is their reference, checked below against the candle ops the model otherwise runs
+//! (the CPU path of the model never uses them: it stays as it was, bit for bit). The GPU parity
+//! test is `tests/all/engine.rs`'s `the_fused_kernels_give_the_unfused_path_s_probabilities`
 //! (`READOUT_TEST_DEVICE=cuda`).
 
-use super::config::RopeStyle;
-use candle_core::{CpuStorage, CustomOp3, Layout, Shape, Tensor};
+use crate::engine::backends::cpu;
+use crate::engine::backends::{cuda, HeadsLayout};
+use crate::engine::config::RopeStyle;
+use candle_core::{CpuStorage, CudaStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor};
 
 /// `x + y` and `rms_norm(x + y) · w` (over the last dimension, as candle's `rms_norm`) in one
 /// launch: the residual stream after a block's output joins it, and the next block's input.
@@ -36,7 +39,7 @@ struct AddRmsNorm {
 
 /// The f32 elements of a contiguous CPU tensor.
 fn contiguous<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Result<&'a [f32]> {
-    super::fused::f32_slice(s, l, what)
+    cpu::fused::f32_slice(s, l, what)
 }
 
 impl CustomOp3 for AddRmsNorm {
@@ -79,17 +82,16 @@ impl CustomOp3 for AddRmsNorm {
         Ok((CpuStorage::F32(out), Shape::from(dims)))
     }
 
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &candle_core::CudaStorage,
+        s1: &CudaStorage,
         l1: &Layout,
-        s2: &candle_core::CudaStorage,
+        s2: &CudaStorage,
         l2: &Layout,
-        s3: &candle_core::CudaStorage,
+        s3: &CudaStorage,
         l3: &Layout,
-    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        cuda::add_rms_norm(self, (s1, l1), (s2, l2), (s3, l3))
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        cuda::add_rms_norm(self.eps, (s1, l1), (s2, l2), (s3, l3))
     }
 }
 
@@ -128,28 +130,25 @@ pub(crate) fn qkv_heads(qkv: &Tensor, cos: &Tensor, sin: &Tensor, spec: &QkvSpec
         }
     }
     let op = QkvHeads {
-        heads: h,
-        kv_heads: kvh,
-        head_dim: hd,
-        interleaved: matches!(spec.rope, RopeStyle::Interleaved),
-        q_scale: spec.q_scale,
+        layout: HeadsLayout {
+            heads: h,
+            kv_heads: kvh,
+            head_dim: hd,
+            interleaved: matches!(spec.rope, RopeStyle::Interleaved),
+            q_scale: spec.q_scale,
+            eps: spec.eps,
+        },
         q_norm: spec.q_norm.cloned(),
         k_norm: spec.k_norm.cloned(),
-        eps: spec.eps,
     };
     qkv.apply_op3_no_bwd(cos, sin, &op)
 }
 
 struct QkvHeads {
-    heads: usize,
-    kv_heads: usize,
-    head_dim: usize,
-    interleaved: bool,
-    q_scale: f32,
+    layout: HeadsLayout,
     /// The norms' weights, read by the kernel in place (the layer's own tensors).
     q_norm: Option<Tensor>,
     k_norm: Option<Tensor>,
-    eps: f32,
 }
 
 impl CustomOp3 for QkvHeads {
@@ -170,7 +169,7 @@ impl CustomOp3 for QkvHeads {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (qkv, cos, sin) =
             (contiguous(s1, l1, "q, k and v")?, contiguous(s2, l2, "RoPE cos")?, contiguous(s3, l3, "RoPE sin")?);
-        let (h, kvh, hd) = (self.heads, self.kv_heads, self.head_dim);
+        let HeadsLayout { heads: h, kv_heads: kvh, head_dim: hd, interleaved, q_scale, eps } = self.layout;
         let all = h + 2 * kvh;
         let half = hd / 2;
         let s = l1.dims()[0];
@@ -189,217 +188,77 @@ impl CustomOp3 for QkvHeads {
                 x.copy_from_slice(src);
                 if let Some(w) = if head < h { &qn } else { &kn } {
                     let sum2: f32 = x.iter().map(|v| v * v).sum();
-                    let m = (sum2 / hd as f32 + self.eps).sqrt();
+                    let m = (sum2 / hd as f32 + eps).sqrt();
                     x.iter_mut().zip(w).for_each(|(v, a)| *v = *v / m * a);
                 }
                 let (c, sn) = (&cos[t * half..][..half], &sin[t * half..][..half]);
                 for i in 0..half {
-                    let (i1, i2) = if self.interleaved { (2 * i, 2 * i + 1) } else { (i, i + half) };
+                    let (i1, i2) = if interleaved { (2 * i, 2 * i + 1) } else { (i, i + half) };
                     dst[i1] = x[i1] * c[i] - x[i2] * sn[i];
                     dst[i2] = x[i1] * sn[i] + x[i2] * c[i];
                 }
                 if head < h {
-                    dst.iter_mut().for_each(|v| *v *= self.q_scale);
+                    dst.iter_mut().for_each(|v| *v *= q_scale);
                 }
             }
         }
         Ok((CpuStorage::F32(out), Shape::from((all, s, hd))))
     }
 
-    #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &candle_core::CudaStorage,
+        s1: &CudaStorage,
         l1: &Layout,
-        s2: &candle_core::CudaStorage,
+        s2: &CudaStorage,
         l2: &Layout,
-        s3: &candle_core::CudaStorage,
+        s3: &CudaStorage,
         l3: &Layout,
-    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        cuda::qkv_heads(self, (s1, l1), (s2, l2), (s3, l3))
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        cuda::qkv_heads(&self.layout, (self.q_norm.as_ref(), self.k_norm.as_ref()), (s1, l1), (s2, l2), (s3, l3))
     }
 }
 
-/// The CUDA forward of `fused.rs`'s SwiGLU (`gelu` false) and GeGLU (`gelu` true) ops: the
-/// joint `[rows, 2·ff]` gate-and-up product to `[rows, ff]` in one launch.
-#[cfg(feature = "cuda")]
-pub(crate) fn gated(
-    s: &candle_core::CudaStorage,
-    l: &Layout,
-    gelu: bool,
-) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-    cuda::gated(s, l, gelu)
+/// `silu(gate) * up` of the joined gate-and-up product `[rows, 2·ff]` (gate the first half of
+/// each row, up the second), into a fresh `[rows, ff]`.
+pub(crate) fn swiglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
+    gate_up.apply_op1_no_bwd(&SwiGlu)
 }
 
-#[cfg(feature = "cuda")]
-mod cuda {
-    use super::{AddRmsNorm, QkvHeads};
-    use candle_core::backend::BackendStorage;
-    use candle_core::cuda_backend::cudarc::driver::{CudaView, DevicePtr, LaunchConfig, PushKernelArg};
-    use candle_core::cuda_backend::{CudaDevice, CudaStorage, CudaStorageSlice, WrapErr};
-    use candle_core::{Layout, Shape, Storage, Tensor};
-    use std::sync::OnceLock;
+struct SwiGlu;
 
-    const SOURCE: &str = include_str!("fused_cuda.cu");
-    const MODULE: &str = "readout_fused";
-    /// Threads a block of the add-and-norm kernel (one block a row).
-    const NORM_THREADS: u32 = 256;
-    /// Warps a block of the heads kernel (one warp a head of a token).
-    const HEAD_WARPS: u32 = 4;
-    /// The heads kernel stages a head's values in shared memory: at most this many.
-    const MAX_HEAD_DIM: usize = 1024;
-
-    /// The kernels' PTX, compiled by NVRTC once per process.
-    fn ptx() -> candle_core::Result<&'static str> {
-        static PTX: OnceLock<Result<String, String>> = OnceLock::new();
-        let made = PTX.get_or_init(|| {
-            candle_core::cuda_backend::cudarc::nvrtc::compile_ptx(SOURCE)
-                .map(|p| p.to_src())
-                .map_err(|e| format!("compiling the fused kernels with NVRTC: {e:?}"))
-        });
-        match made {
-            Ok(p) => Ok(p.as_str()),
-            Err(e) => Err(candle_core::Error::Msg(e.clone())),
-        }
+impl CustomOp1 for SwiGlu {
+    fn name(&self) -> &'static str {
+        "readout-swiglu"
     }
 
-    /// A contiguous f32 input of an op as a view.
-    fn view<'a>(st: &'a CudaStorage, l: &Layout, what: &str) -> candle_core::Result<CudaView<'a, f32>> {
-        let Some((a, b)) = l.contiguous_offsets() else { candle_core::bail!("{what} must be contiguous") };
-        Ok(st.as_cuda_slice::<f32>()?.slice(a..b))
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        cpu::fused::swiglu(s, l)
     }
 
-    /// A held f32 CUDA tensor's device address (0 for none): the norms' weights. The tensors are
-    /// the layer's, alive past the launch.
-    fn address(t: Option<&Tensor>, dev: &CudaDevice) -> candle_core::Result<u64> {
-        let Some(t) = t else { return Ok(0) };
-        let (storage, layout) = t.storage_and_layout();
-        let Storage::Cuda(cs) = &*storage else { candle_core::bail!("a norm weight is not on the CUDA device") };
-        let Some((start, _)) = layout.contiguous_offsets() else {
-            candle_core::bail!("a norm weight is not contiguous")
-        };
-        let stream = dev.cuda_stream();
-        let (ptr, _sync) = cs.as_cuda_slice::<f32>()?.device_ptr(&stream);
-        Ok(ptr + (start * 4) as u64)
+    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> candle_core::Result<(CudaStorage, Shape)> {
+        cuda::gated(s, l, false)
+    }
+}
+
+/// `gelu(gate) * up` (GELU's tanh approximation, as Gemma's `gelu_pytorch_tanh` and llama.cpp's
+/// `ggml_gelu`) of the joined gate-and-up product `[rows, 2·ff]`, into a fresh `[rows, ff]`.
+pub(crate) fn geglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
+    gate_up.apply_op1_no_bwd(&GeGlu)
+}
+
+struct GeGlu;
+
+impl CustomOp1 for GeGlu {
+    fn name(&self) -> &'static str {
+        "readout-geglu"
     }
 
-    fn blocks(n: usize, per: usize) -> candle_core::Result<u32> {
-        u32::try_from(n.div_ceil(per))
-            .map_err(|_| candle_core::Error::Msg(format!("{n} values are too many for one launch")))
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+        cpu::fused::geglu(s, l)
     }
 
-    pub(super) fn add_rms_norm(
-        op: &AddRmsNorm,
-        (s1, l1): (&CudaStorage, &Layout),
-        (s2, l2): (&CudaStorage, &Layout),
-        (s3, l3): (&CudaStorage, &Layout),
-    ) -> candle_core::Result<(CudaStorage, Shape)> {
-        let dev = s1.device().clone();
-        let (x, y, w) =
-            (view(s1, l1, "add and norm: x")?, view(s2, l2, "add and norm: y")?, view(s3, l3, "add and norm: weight")?);
-        let d = l3.dims()[0];
-        let n = l1.shape().elem_count();
-        let rows = n / d.max(1);
-        let mut dims = vec![2];
-        dims.extend_from_slice(l1.dims());
-        // SAFETY: the kernel writes every element (each row's sum and normed values).
-        let out = unsafe { dev.alloc::<f32>(2 * n)? };
-        if rows > 0 {
-            let func = dev.get_or_load_custom_func("add_rms_norm_f32", MODULE, ptx()?)?;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks(rows, 1)?, 1, 1),
-                block_dim: (NORM_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let (rows_i, d_i) = (rows as i32, d as i32);
-            let mut b = func.builder();
-            b.arg(&x);
-            b.arg(&y);
-            b.arg(&w);
-            b.arg(&out);
-            b.arg(&rows_i);
-            b.arg(&d_i);
-            b.arg(&op.eps);
-            // SAFETY: the arguments match the kernel's signature and sizes.
-            unsafe { b.launch(cfg) }.w()?;
-        }
-        Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from(dims)))
-    }
-
-    pub(super) fn qkv_heads(
-        op: &QkvHeads,
-        (s1, l1): (&CudaStorage, &Layout),
-        (s2, l2): (&CudaStorage, &Layout),
-        (s3, l3): (&CudaStorage, &Layout),
-    ) -> candle_core::Result<(CudaStorage, Shape)> {
-        let dev = s1.device().clone();
-        let (h, kvh, hd) = (op.heads, op.kv_heads, op.head_dim);
-        if hd > MAX_HEAD_DIM {
-            candle_core::bail!("q, k and v heads: head_dim {hd} (the kernel takes up to {MAX_HEAD_DIM})");
-        }
-        let (qkv, cos, sin) = (view(s1, l1, "q, k and v")?, view(s2, l2, "RoPE cos")?, view(s3, l3, "RoPE sin")?);
-        let s = l1.dims()[0];
-        let all = h + 2 * kvh;
-        let (qn, kn) = (address(op.q_norm.as_ref(), &dev)?, address(op.k_norm.as_ref(), &dev)?);
-        // SAFETY: the kernel writes every element (each head of each token, one warp a row).
-        let out = unsafe { dev.alloc::<f32>(all * s * hd)? };
-        if s > 0 {
-            let func = dev.get_or_load_custom_func("qkv_heads_f32", MODULE, ptx()?)?;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks(all * s, HEAD_WARPS as usize)?, 1, 1),
-                block_dim: (32 * HEAD_WARPS, 1, 1),
-                shared_mem_bytes: (HEAD_WARPS as usize * hd * 4) as u32,
-            };
-            let (s_i, h_i, kvh_i, hd_i, il) = (s as i32, h as i32, kvh as i32, hd as i32, op.interleaved as i32);
-            let mut b = func.builder();
-            b.arg(&qkv);
-            b.arg(&cos);
-            b.arg(&sin);
-            b.arg(&qn);
-            b.arg(&kn);
-            b.arg(&out);
-            b.arg(&s_i);
-            b.arg(&h_i);
-            b.arg(&kvh_i);
-            b.arg(&hd_i);
-            b.arg(&il);
-            b.arg(&op.q_scale);
-            b.arg(&op.eps);
-            // SAFETY: the arguments match the kernel's signature and sizes; the norms' addresses
-            // point into the op's tensors (0 where the model has none), alive past the launch.
-            unsafe { b.launch(cfg) }.w()?;
-        }
-        Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((all, s, hd))))
-    }
-
-    pub(super) fn gated(s: &CudaStorage, l: &Layout, gelu: bool) -> candle_core::Result<(CudaStorage, Shape)> {
-        let dev = s.device().clone();
-        let (rows, both) = l.shape().dims2()?;
-        if both % 2 != 0 || both == 0 {
-            candle_core::bail!("gated activation: a row of gate and up has {both} values, not an even number");
-        }
-        let ff = both / 2;
-        let gu = view(s, l, "gate and up")?;
-        // SAFETY: the kernel writes every element (one thread a value, grid-stride).
-        let out = unsafe { dev.alloc::<f32>(rows * ff)? };
-        if rows > 0 {
-            let func = dev.get_or_load_custom_func("gated_f32", MODULE, ptx()?)?;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks(rows * ff, 256)?.min(65_535), 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let (rows_i, ff_i, gelu_i) = (rows as i32, ff as i32, gelu as i32);
-            let mut b = func.builder();
-            b.arg(&gu);
-            b.arg(&out);
-            b.arg(&rows_i);
-            b.arg(&ff_i);
-            b.arg(&gelu_i);
-            // SAFETY: the arguments match the kernel's signature and sizes.
-            unsafe { b.launch(cfg) }.w()?;
-        }
-        Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((rows, ff))))
+    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> candle_core::Result<(CudaStorage, Shape)> {
+        cuda::gated(s, l, true)
     }
 }
 
@@ -446,7 +305,7 @@ mod tests {
         Ok(())
     }
 
-    /// The model's unfused steps (model.rs): heads first, the norms, candle's RoPE, the scale.
+    /// The model's unfused steps (`model/attention.rs`): heads first, the norms, candle's RoPE, the scale.
     fn unfused(
         qkv: &Tensor,
         cos: &Tensor,
@@ -529,5 +388,44 @@ mod tests {
         // A product of the wrong width is refused.
         assert!(qkv_heads(&qkv.narrow(1, 0, 8)?, &cos, &sin, &spec(RopeStyle::Halves)).is_err());
         Ok(())
+    }
+
+    #[test]
+    fn swiglu_matches_candle_ops() {
+        let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
+        let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
+        let want = (candle_nn::ops::silu(&gate).unwrap() * &up).unwrap();
+        let got = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
+        let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
+        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
+        // By hand: silu(0) = 0; silu(ln 3) = ln 3 * 3/4; silu(-ln 3) = -ln 3 * 1/4.
+        let l3 = 3f32.ln();
+        let gate = Tensor::new(&[[0f32, l3, -l3]], &Device::Cpu).unwrap();
+        let up = Tensor::new(&[[5f32, 2.0, 2.0]], &Device::Cpu).unwrap();
+        let v: Vec<Vec<f32>> = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
+        // An odd row cannot be split into gate and up.
+        assert!(swiglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
+        assert_eq!(v[0][0], 0.0);
+        assert!((v[0][1] - l3 * 1.5).abs() < 1e-6 && (v[0][2] + l3 * 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn geglu_matches_candle_ops() {
+        let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
+        let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
+        // candle's `gelu` is the tanh approximation.
+        let want = (gate.gelu().unwrap() * &up).unwrap();
+        let got = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
+        let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
+        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
+        // By hand: gelu(0) = 0; gelu(x) → x for large x, → 0 for large −x; gelu(1) with
+        // y = √(2/π)·1.044715 = 0.833562, tanh(y) = 0.682384: 0.5·(1 + 0.682384) = 0.841192.
+        let gate = Tensor::new(&[[0f32, 1.0, 30.0, -30.0]], &Device::Cpu).unwrap();
+        let up = Tensor::new(&[[5f32, 1.0, 2.0, 2.0]], &Device::Cpu).unwrap();
+        let v: Vec<Vec<f32>> = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
+        assert_eq!(v[0][0], 0.0);
+        assert!((v[0][1] - 0.841_192).abs() < 1e-5, "{}", v[0][1]);
+        assert!((v[0][2] - 60.0).abs() < 1e-4 && v[0][3].abs() < 1e-6);
+        assert!(geglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
     }
 }

@@ -19,13 +19,11 @@
 
 use super::fused::f32_slice;
 use super::int8::Width;
-use super::weights::Stacked;
+use super::PANEL;
+use crate::engine::weights::Stacked;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Device, Layout, Shape, Tensor};
 use rayon::prelude::*;
 use std::cell::RefCell;
-
-/// Output columns per panel: gemm's f32 AVX-512 kernel is 64 wide (four vectors of 16).
-pub(crate) const PANEL: usize = 64;
 
 /// The most rows one gemm call takes (see `cpu_fwd`).
 const MAX_BLOCK_ROWS: usize = 64;
@@ -216,7 +214,7 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
                 super::int8::decode_panel(w, pi, k, acts.width, panel);
                 let first = rows * (run * per_task) / blocks;
                 let last = rows * ((run + 1) * per_task).min(blocks) / blocks;
-                // SAFETY: the integer kernel runs on this CPU (`int8_ready` chose this path);
+                // SAFETY: the integer kernel runs on this CPU (`int8::ready` chose this path);
                 // this task alone writes columns pi*64 .. pi*64 + cols of rows first .. last,
                 // all inside dst (rows * out values); every element is written before the
                 // length is set below.
@@ -343,7 +341,7 @@ mod tests {
     fn decoded_panels_give_the_bits_of_f32_panels() -> candle_core::Result<()> {
         // Weights in a file's encoding, multiplied panel by panel as decoded, against the same
         // weights expanded to f32 and packed at load: the same sums on the same values.
-        use super::super::weights::{Encoded, Stacked};
+        use crate::engine::weights::{Encoded, Stacked};
         use candle_core::quantized::{GgmlDType, QTensor};
         read_panels_in_place();
         for (rows, k, parts) in [(1030, 256, vec![128, 64, 64]), (37, 512, vec![200]), (2, 256, vec![64, 3])] {

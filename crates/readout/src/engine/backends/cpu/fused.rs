@@ -9,11 +9,11 @@
 //! that the compiler vectorises (AVX-512 or AVX2 chosen at run time). Each row is computed by one
 //! thread in a fixed order, so results do not depend on the thread count.
 //!
-//! On a CUDA GPU with `--fused-kernels on`, SwiGLU and GeGLU run as one kernel each too
-//! (`fused_cuda.rs`, this file's ops' CUDA forward); otherwise other devices keep candle's ops
-//! (see `model.rs`).
+//! SwiGLU and GeGLU are the CPU forwards of the ops in `backends/ops/fused.rs`, which on a CUDA
+//! GPU with `--fused-kernels on` run as one kernel each too; otherwise other devices keep
+//! candle's ops (see `model/mlp.rs`).
 
-use candle_core::{CpuStorage, CustomOp1, InplaceOp2, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, InplaceOp2, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
 /// `softmax(att * scale + mask)` over the last dimension, computed in `att`'s own storage (no
@@ -57,84 +57,42 @@ impl InplaceOp2 for MaskedSoftmax {
     }
 }
 
-/// `silu(gate) * up` of the joined gate-and-up product `[rows, 2·ff]` (gate the first half of
-/// each row, up the second), into a fresh `[rows, ff]`.
-pub(crate) fn swiglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
-    gate_up.apply_op1_no_bwd(&SwiGlu)
+/// The CPU forward of `silu(gate) * up` (`ops::swiglu`): the joined gate-and-up product
+/// `[rows, 2·ff]` (gate the first half of each row, up the second) into a fresh `[rows, ff]`.
+pub(crate) fn swiglu(s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    let gate_up = f32_slice(s, l, "swiglu gate and up")?;
+    let (rows, both) = l.shape().dims2()?;
+    if both % 2 != 0 || both == 0 {
+        candle_core::bail!("swiglu: a row of gate and up has {both} values, not an even number");
+    }
+    let ff = both / 2;
+    let mut out = vec![0f32; rows * ff];
+    out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
+        on_widest_simd(
+            #[inline(always)]
+            || swiglu_portable(o, &gu[..ff], &gu[ff..]),
+        )
+    });
+    Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
 }
 
-struct SwiGlu;
-
-impl CustomOp1 for SwiGlu {
-    fn name(&self) -> &'static str {
-        "readout-swiglu"
+/// The CPU forward of `gelu(gate) * up` (`ops::geglu`; GELU's tanh approximation): the joined
+/// gate-and-up product `[rows, 2·ff]` into a fresh `[rows, ff]`.
+pub(crate) fn geglu(s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    let gate_up = f32_slice(s, l, "geglu gate and up")?;
+    let (rows, both) = l.shape().dims2()?;
+    if both % 2 != 0 || both == 0 {
+        candle_core::bail!("geglu: a row of gate and up has {both} values, not an even number");
     }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let gate_up = f32_slice(s, l, "swiglu gate and up")?;
-        let (rows, both) = l.shape().dims2()?;
-        if both % 2 != 0 || both == 0 {
-            candle_core::bail!("swiglu: a row of gate and up has {both} values, not an even number");
-        }
-        let ff = both / 2;
-        let mut out = vec![0f32; rows * ff];
-        out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
-            on_widest_simd(
-                #[inline(always)]
-                || swiglu_portable(o, &gu[..ff], &gu[ff..]),
-            )
-        });
-        Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s: &candle_core::CudaStorage,
-        l: &Layout,
-    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        super::fused_cuda::gated(s, l, false)
-    }
-}
-
-/// `gelu(gate) * up` (GELU's tanh approximation, as Gemma's `gelu_pytorch_tanh` and llama.cpp's
-/// `ggml_gelu`) of the joined gate-and-up product `[rows, 2·ff]`, into a fresh `[rows, ff]`.
-pub(crate) fn geglu(gate_up: &Tensor) -> candle_core::Result<Tensor> {
-    gate_up.apply_op1_no_bwd(&GeGlu)
-}
-
-struct GeGlu;
-
-impl CustomOp1 for GeGlu {
-    fn name(&self) -> &'static str {
-        "readout-geglu"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let gate_up = f32_slice(s, l, "geglu gate and up")?;
-        let (rows, both) = l.shape().dims2()?;
-        if both % 2 != 0 || both == 0 {
-            candle_core::bail!("geglu: a row of gate and up has {both} values, not an even number");
-        }
-        let ff = both / 2;
-        let mut out = vec![0f32; rows * ff];
-        out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
-            on_widest_simd(
-                #[inline(always)]
-                || geglu_portable(o, &gu[..ff], &gu[ff..]),
-            )
-        });
-        Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s: &candle_core::CudaStorage,
-        l: &Layout,
-    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        super::fused_cuda::gated(s, l, true)
-    }
+    let ff = both / 2;
+    let mut out = vec![0f32; rows * ff];
+    out.par_chunks_mut(ff).zip(gate_up.par_chunks(both)).with_min_len(4).for_each(|(o, gu)| {
+        on_widest_simd(
+            #[inline(always)]
+            || geglu_portable(o, &gu[..ff], &gu[ff..]),
+        )
+    });
+    Ok((CpuStorage::F32(out), Shape::from((rows, ff))))
 }
 
 #[inline(always)]
@@ -340,45 +298,6 @@ mod tests {
             let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
             assert!(diff.to_scalar::<f32>().unwrap() < 1e-6, "t = {t}");
         }
-    }
-
-    #[test]
-    fn swiglu_matches_candle_ops() {
-        let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
-        let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
-        let want = (candle_nn::ops::silu(&gate).unwrap() * &up).unwrap();
-        let got = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
-        let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
-        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
-        // By hand: silu(0) = 0; silu(ln 3) = ln 3 * 3/4; silu(-ln 3) = -ln 3 * 1/4.
-        let l3 = 3f32.ln();
-        let gate = Tensor::new(&[[0f32, l3, -l3]], &Device::Cpu).unwrap();
-        let up = Tensor::new(&[[5f32, 2.0, 2.0]], &Device::Cpu).unwrap();
-        let v: Vec<Vec<f32>> = swiglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
-        // An odd row cannot be split into gate and up.
-        assert!(swiglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
-        assert_eq!(v[0][0], 0.0);
-        assert!((v[0][1] - l3 * 1.5).abs() < 1e-6 && (v[0][2] + l3 * 0.5).abs() < 1e-6);
-    }
-
-    #[test]
-    fn geglu_matches_candle_ops() {
-        let gate = Tensor::randn(0f32, 4.0, (5, 37), &Device::Cpu).unwrap();
-        let up = Tensor::randn(0f32, 1.0, (5, 37), &Device::Cpu).unwrap();
-        // candle's `gelu` is the tanh approximation.
-        let want = (gate.gelu().unwrap() * &up).unwrap();
-        let got = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap();
-        let diff = (got - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap();
-        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
-        // By hand: gelu(0) = 0; gelu(x) → x for large x, → 0 for large −x; gelu(1) with
-        // y = √(2/π)·1.044715 = 0.833562, tanh(y) = 0.682384: 0.5·(1 + 0.682384) = 0.841192.
-        let gate = Tensor::new(&[[0f32, 1.0, 30.0, -30.0]], &Device::Cpu).unwrap();
-        let up = Tensor::new(&[[5f32, 1.0, 2.0, 2.0]], &Device::Cpu).unwrap();
-        let v: Vec<Vec<f32>> = geglu(&Tensor::cat(&[&gate, &up], 1).unwrap()).unwrap().to_vec2().unwrap();
-        assert_eq!(v[0][0], 0.0);
-        assert!((v[0][1] - 0.841_192).abs() < 1e-5, "{}", v[0][1]);
-        assert!((v[0][2] - 60.0).abs() < 1e-4 && v[0][3].abs() < 1e-6);
-        assert!(geglu(&Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap()).is_err());
     }
 
     #[test]

@@ -1,0 +1,15 @@
+//! The CPU's own kernels, under candle's: the projections over weights laid out once in panels
+//! (`project`), the integer dot products for block-quantised weights (`int8`), and attention's
+//! masked softmax and the MLP's gated activations as fused SIMD loops (`fused`). They exist
+//! because candle's stock CPU ops repack, allocate and call libm where the readout's passes
+//! spend their time; each one's numbers depend neither on the rows sharing a pass nor on the
+//! thread count.
+
+pub(crate) mod fused;
+pub(crate) mod int8;
+pub(crate) mod project;
+
+/// Output columns per panel of a laid-out weight: gemm's f32 AVX-512 kernel is 64 wide (four
+/// vectors of 16). The projections' panels (`project`) and the integer kernel's decoded panels
+/// (`int8`) are this wide.
+pub(crate) const PANEL: usize = 64;

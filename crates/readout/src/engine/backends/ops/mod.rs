@@ -1,0 +1,11 @@
+//! The candle ops the model calls whatever the device: a layer's fused element-wise steps
+//! (`fused`: the residual add with its norm, the q, k and v heads, the gated activations) and
+//! a pass's attention in one kernel (`tree_attention`). Each op's CPU forward is the CPU's own
+//! loop or the reference its CUDA kernel is checked against, and its CUDA forward the launch in
+//! `backends/cuda` (without the `cuda` feature, the stub's refusal, never reached).
+
+mod fused;
+mod tree_attention;
+
+pub(crate) use fused::{add_rms_norm, geglu, qkv_heads, swiglu, QkvSpec};
+pub(crate) use tree_attention::tree_attention;

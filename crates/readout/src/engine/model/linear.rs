@@ -1,0 +1,236 @@
+//! The projections: a weight matrix `[out, in]` held in the form the chosen path multiplies
+//! with (f32 panels or the file's encoding on the CPU, f32 or bf16 or candle's quantised form on
+//! a GPU), and projections of one input joined into one product. Apart from the blocks because
+//! every block multiplies through it, and the choice of kernel for a weight is made once, here,
+//! at load.
+
+use crate::engine::backends::cpu::int8::{self, Width};
+use crate::engine::backends::cpu::project;
+use crate::engine::options::MatmulPath;
+use crate::engine::weights::{Encoded, Stacked};
+use candle_core::quantized::QMatMul;
+use candle_core::{DType, Device, Module, Tensor};
+use std::sync::Arc;
+
+/// How the weights are to be held: the matmul path, whether they stay in the file's encoding,
+/// and the width of the activations the integer kernel multiplies them with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hold {
+    pub matmul: MatmulPath,
+    /// Keep the file's encoding (the resolved `--weights native`).
+    pub native: bool,
+    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 16-bit.
+    pub int8_activations: bool,
+    /// Dense weights held in bf16 and multiplied in bf16 (`--precision bf16`, a GPU's).
+    pub bf16: bool,
+}
+
+impl Hold {
+    /// The integer kernel's activation width for `w`, where the CPU and the encodings allow it.
+    fn integer(&self, w: &Stacked) -> Option<Width> {
+        int8::ready(w).then_some(if self.int8_activations { Width::I8 } else { Width::I16 })
+    }
+}
+
+/// A weight matrix `[out, in]` in the forms the chosen path needs.
+pub(crate) struct Linear {
+    /// f32: `[out, in]` on a GPU; on the CPU in panels of 64 outputs (see
+    /// `backends/cpu/project.rs`).
+    dense: Option<Tensor>,
+    /// The file's encoding, decoded panel by panel as it multiplies (CPU, native weights), and
+    /// the activation width when through the integer kernel.
+    encoded: Option<(Stacked, Option<Width>)>,
+    quant: Option<QMatMul>,
+    /// The number of outputs, when `dense` is in panels (CPU).
+    panels_out: Option<usize>,
+}
+
+impl Linear {
+    pub(crate) fn new(w: LoadedWeight, hold: &Hold, device: &Device) -> candle_core::Result<Self> {
+        let (path, native) = (hold.matmul, hold.native);
+        let (dense, quant) = match w {
+            LoadedWeight::Dense(t) => (Some(t.to_dtype(DType::F32)?), None),
+            LoadedWeight::Encoded(e) if native && device.is_cpu() && path == MatmulPath::Dense => {
+                let w = Stacked::new(vec![e])?;
+                let integer = hold.integer(&w);
+                return Ok(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None });
+            }
+            LoadedWeight::Encoded(e) => {
+                // Native weights on a GPU are candle's quantised ones, whatever the path.
+                let path = if native && !device.is_cpu() { MatmulPath::Quantized } else { path };
+                let dense = match path {
+                    MatmulPath::Quantized => None,
+                    _ => Some(e.to_dense(device)?),
+                };
+                let quant = match path {
+                    MatmulPath::Dense => None,
+                    _ => Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?),
+                };
+                (dense, quant)
+            }
+        };
+        match dense {
+            Some(w) if hold.bf16 && !device.is_cpu() => {
+                Ok(Linear { dense: Some(w.to_dtype(DType::BF16)?), encoded: None, quant, panels_out: None })
+            }
+            Some(w) if device.is_cpu() => {
+                project::read_panels_in_place();
+                let out = w.dim(0)?;
+                Ok(Linear { dense: Some(project::pack(&w)?), encoded: None, quant, panels_out: Some(out) })
+            }
+            dense => Ok(Linear { dense, encoded: None, quant, panels_out: None }),
+        }
+    }
+
+    /// `x [rows, in] -> [rows, out]`. A single row is multiplied as two (the copy dropped):
+    /// alone it would take the matrix-vector kernel, whose sums round differently, and a token's
+    /// numbers would depend on how many tokens share its pass.
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let rows = x.dim(0)?;
+        if let Some((w, integer)) = &self.encoded {
+            return match rows {
+                1 => project::project_encoded(&Tensor::cat(&[x, x], 0)?, w, *integer)?.narrow(0, 0, 1),
+                _ => project::project_encoded(&x.contiguous()?, w, *integer),
+            };
+        }
+        match (&self.dense, &self.quant) {
+            (Some(_), Some(q)) if rows == 1 => q.forward(x),
+            (Some(w), _) if rows == 1 => self.dense_product(&Tensor::cat(&[x, x], 0)?, w)?.narrow(0, 0, 1),
+            (Some(w), _) => self.dense_product(x, w),
+            (None, Some(q)) => q.forward(x),
+            (None, None) => candle_core::bail!("linear layer holds no weights"),
+        }
+    }
+
+    /// Projections of one input side by side along the output axis, as one product: for q, k
+    /// and v, and for gate and up. One matmul of `rows × (their outputs together)` in place of
+    /// several smaller ones: on a GPU fewer kernel launches, on a CPU fewer hand-offs between
+    /// threads. Each output element is the same sum as in its own product, up to rounding
+    /// (the CPU's panels of 64 outputs can fall differently). Native weights on the CPU are
+    /// stacked where they lie in the file (no copy); f32 ones are put side by side at load;
+    /// weights that keep candle's quantised form (a GPU's native weights, the quantised and auto
+    /// paths) stay apart, and their products are put side by side after.
+    pub(crate) fn join(ws: Vec<LoadedWeight>, hold: &Hold, device: &Device) -> candle_core::Result<Joined> {
+        let (path, native) = (hold.matmul, hold.native);
+        let all_encoded = ws.iter().all(|w| matches!(w, LoadedWeight::Encoded(_)));
+        if native && device.is_cpu() && path == MatmulPath::Dense && all_encoded {
+            let parts = ws
+                .into_iter()
+                .filter_map(|w| match w {
+                    LoadedWeight::Encoded(e) => Some(e),
+                    LoadedWeight::Dense(_) => None,
+                })
+                .collect();
+            let w = Stacked::new(parts)?;
+            let integer = hold.integer(&w);
+            return Ok(Joined::One(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None }));
+        }
+        let keeps_quant = (path != MatmulPath::Dense || (native && !device.is_cpu()))
+            && ws.iter().any(|w| matches!(w, LoadedWeight::Encoded(_)));
+        if keeps_quant || ws.len() < 2 {
+            let parts = ws.into_iter().map(|w| Linear::new(w, hold, device)).collect::<candle_core::Result<_>>()?;
+            return Ok(Joined::Apart(parts));
+        }
+        let dense = ws.into_iter().map(|w| w.into_dense(device)).collect::<candle_core::Result<Vec<_>>>()?;
+        let joined = Tensor::cat(&dense, 0)?; // [out₁ + out₂ + …, in]
+        drop(dense);
+        Ok(Joined::One(Linear::new(LoadedWeight::Dense(joined), hold, device)?))
+    }
+
+    fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
+        match self.panels_out {
+            Some(out) => project::project(&x.contiguous()?, w, out),
+            // bf16 weights (`--precision bf16`): the input rounded to bf16, the product back to f32.
+            None if w.dtype() == DType::BF16 => x.to_dtype(DType::BF16)?.matmul(&w.t()?)?.to_dtype(DType::F32),
+            None => x.matmul(&w.t()?),
+        }
+    }
+}
+
+/// Projections of the same input computed as one ([`Linear::join`]).
+pub(crate) enum Joined {
+    One(Linear),
+    Apart(Vec<Linear>),
+}
+
+impl Joined {
+    /// `x [rows, in] -> [rows, out₁ + out₂ + …]`, the parts' outputs side by side.
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Joined::One(l) => l.forward(x),
+            Joined::Apart(parts) => {
+                let outs = parts.iter().map(|p| p.forward(x)).collect::<candle_core::Result<Vec<_>>>()?;
+                Tensor::cat(&outs, 1)
+            }
+        }
+    }
+}
+
+/// A tensor as it came out of the file: f32 in memory, or a view of the file's bytes.
+pub(crate) enum LoadedWeight {
+    Dense(Tensor),
+    Encoded(Encoded),
+}
+
+impl LoadedWeight {
+    pub(crate) fn into_dense(self, device: &Device) -> candle_core::Result<Tensor> {
+        match self {
+            LoadedWeight::Dense(t) => t.to_dtype(DType::F32),
+            LoadedWeight::Encoded(e) if e.dims()[0] == 1 => e.to_dense(device)?.squeeze(0),
+            LoadedWeight::Encoded(e) => e.to_dense(device),
+        }
+    }
+    pub(crate) fn dims(&self) -> Vec<usize> {
+        match self {
+            LoadedWeight::Dense(t) => t.dims().to_vec(),
+            LoadedWeight::Encoded(e) if e.dims()[0] == 1 => vec![e.dims()[1]],
+            LoadedWeight::Encoded(e) => e.dims().to_vec(),
+        }
+    }
+}
+
+impl Linear {
+    /// The integer kernel's activation width, when it multiplies this weight.
+    pub(crate) fn integer(&self) -> Option<Width> {
+        self.encoded.as_ref().and_then(|(_, w)| *w)
+    }
+}
+
+impl Joined {
+    pub(crate) fn integer(&self) -> Option<Width> {
+        match self {
+            Joined::One(l) => l.integer(),
+            Joined::Apart(parts) => parts.iter().find_map(Linear::integer),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joined_projections_equal_the_parts_side_by_side() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let x = Tensor::randn(0f32, 1., (7, 24), &dev)?;
+        let ws: Vec<Tensor> =
+            [16, 8, 8].iter().map(|&o| Tensor::randn(0f32, 1., (o, 24), &dev)).collect::<Result<_, _>>()?;
+        let hold = Hold { matmul: MatmulPath::Dense, native: false, int8_activations: false, bf16: false };
+        let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), &hold, &dev);
+        let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
+        let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;
+        let loaded = ws.iter().map(|w| LoadedWeight::Dense(w.clone())).collect();
+        let joined = Linear::join(loaded, &hold, &dev)?;
+        assert!(matches!(joined, Joined::One(_)), "dense weights are joined into one product");
+        let got = joined.forward(&x)?.to_vec2::<f32>()?;
+        for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        // A single row (the path that multiplies it as two) gives the first row of the above.
+        let one = joined.forward(&x.narrow(0, 0, 1)?)?.to_vec2::<f32>()?;
+        for (a, b) in one[0].iter().zip(&want[0]) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        Ok(())
+    }
+}

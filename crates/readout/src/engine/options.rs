@@ -1,0 +1,371 @@
+//! What a user chooses about the engine, and where each choice is made concrete: the option
+//! enums of `--matmul`, `--weights`, `--kv-cache`, `--precision`, `--attention` and
+//! `--fused-kernels`, the load and pass options, the device profile the defaults are decided by,
+//! and the resolution of every `auto` for a device (a combination the device cannot run is
+//! refused here, with what to use instead). Apart from the model so that a shell, a result file
+//! or a test can name and resolve options without the model's code, and the model reads
+//! resolved values only.
+
+use crate::engine::device::{self, DeviceRequest};
+use crate::engine::template::TemplateSource;
+use crate::error::{Error, Result};
+use candle_core::Device;
+
+/// Which matmul kernel a projection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum MatmulPath {
+    /// Weights dequantised to f32 once at load; f32 GEMM for every shape.
+    Dense,
+    /// candle's quantised kernels for every shape.
+    Quantized,
+    /// Dense for multi-token passes, quantised for single-token decode steps.
+    Auto,
+}
+
+/// How the weights are held in memory: the `--weights` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightsMode {
+    /// In the file's encoding (quantised or half precision), decoded by the kernels as they
+    /// multiply: on the CPU our panels (`backends/cpu/project.rs`), on a GPU candle's quantised
+    /// kernels.
+    Native,
+    /// Expanded to f32 once at load.
+    F32,
+    /// Native on the CPU and on Metal (memory the GPU shares with the system); on CUDA native
+    /// when f32 weights would take more than half of the device's free memory, f32 otherwise.
+    Auto,
+}
+
+/// How the KV cache holds keys and values: the `--kv-cache` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvCache {
+    /// Half the memory of f32 (on the CPU). Attention sees every key and value rounded to f16,
+    /// as llama.cpp's default cache does; its own sums stay f32.
+    F16,
+    /// Keys and values as the projections make them.
+    F32,
+    /// f16 on the CPU, f32 on a GPU.
+    Auto,
+}
+
+/// The arithmetic of the dense matmuls on a GPU: the `--precision` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// f32 operands and sums (the default, and the only one on the CPU).
+    F32,
+    /// f32 tensors multiplied by the tensor cores in TF32 (10-bit mantissa operands, f32 sums):
+    /// every f32 matmul of a pass, attention's included (CUDA).
+    Tf32,
+    /// The block projections' weights held in bf16 and their inputs rounded to bf16 (f32 sums,
+    /// f32 outputs); attention, norms, the residual stream and the LM head stay f32 (CUDA).
+    Bf16,
+}
+
+/// How a pass's attention is computed on a GPU: the `--attention` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionPath {
+    /// Per segment: its prefix joined to the pass's keys and values, `q·kᵀ`, the mask added,
+    /// softmax, `·v` (candle's ops; several launches a segment and layer).
+    Matmuls,
+    /// One kernel a layer for every segment of the pass (`backends/ops/tree_attention.rs`; CUDA).
+    Kernel,
+    /// `kernel` on a CUDA GPU (faster there: bench/results/cuda/precision-*), `matmuls`
+    /// elsewhere; a result file records the resolved path.
+    Auto,
+}
+
+/// Whether a layer's element-wise steps run as our fused CUDA kernels: the `--fused-kernels`
+/// option. On: the residual add with the RMSNorm after it, the q/k heads (their norms, RoPE and
+/// the query scale) and the MLP's activation one launch each (`backends/ops/fused.rs`); off:
+/// candle's ops, several launches each. The CPU path is the same either way (its own fused
+/// loops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FusedKernels {
+    Off,
+    /// CUDA only.
+    On,
+    /// `on` on a CUDA GPU, `off` elsewhere; a result file records the resolved value.
+    Auto,
+}
+
+option_names!(FusedKernels, "fused-kernels setting", "on, off or auto", { Off => "off", On => "on", Auto => "auto" });
+option_names!(AttentionPath, "attention path", "matmuls, kernel or auto", { Matmuls => "matmuls", Kernel => "kernel", Auto => "auto" });
+option_names!(Precision, "matmul precision", "f32, tf32 or bf16", { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16" });
+option_names!(MatmulPath, "matmul path", "dense, quantized or auto", { Dense => "dense", Quantized => "quantized", Auto => "auto" });
+option_names!(WeightsMode, "weights mode", "native, f32 or auto", { Native => "native", F32 => "f32", Auto => "auto" });
+option_names!(KvCache, "KV cache precision", "f16, f32 or auto", { F16 => "f16", F32 => "f32", Auto => "auto" });
+
+/// A device as its defaults see it (`RunConfig::resolve_for`): a test can describe a GPU
+/// without having one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceProfile {
+    /// A GPU (CUDA, Metal) rather than the CPU.
+    pub gpu: bool,
+    /// The CPU threads the engine's work runs on.
+    pub threads: usize,
+}
+
+impl DeviceProfile {
+    /// The pass options for the device: full head, trimmed, [`DEFAULT_PASS_TOKENS`] a pass on
+    /// the CPU and [`GPU_PASS_TOKENS`] on a GPU, units grouped on a GPU only.
+    pub fn pass_defaults(&self) -> PassOptions {
+        PassOptions {
+            prune_head: false,
+            trim: true,
+            pass_tokens: if self.gpu { GPU_PASS_TOKENS } else { DEFAULT_PASS_TOKENS },
+            group_units: self.gpu,
+        }
+    }
+}
+
+/// How to load a model.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub device: DeviceRequest,
+    pub matmul: MatmulPath,
+    /// In the file's encoding, or expanded to f32 (`--weights`).
+    pub weights: WeightsMode,
+    /// 8-bit activations in the integer kernel (`--int8-activations`): faster, and answers move.
+    pub int8_activations: bool,
+    /// How the KV cache holds keys and values (`--kv-cache`).
+    pub kv_cache: KvCache,
+    /// The dense matmuls' arithmetic on a GPU (`--precision`): f32, TF32 or bf16.
+    pub precision: Precision,
+    /// How a pass's attention is computed on a GPU (`--attention`).
+    pub attention: AttentionPath,
+    /// A layer's element-wise steps in fused CUDA kernels (`--fused-kernels`).
+    pub fused_kernels: FusedKernels,
+    /// CPU threads for the engine's work (`--threads`); `None`: one per core.
+    pub threads: Option<usize>,
+    /// The chat template to read the model with (`--chat-template`); `None`: the model's own,
+    /// and a model without one is refused.
+    pub chat_template: Option<TemplateSource>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            device: DeviceRequest::Auto,
+            matmul: MatmulPath::Dense,
+            weights: WeightsMode::Auto,
+            int8_activations: false,
+            kv_cache: KvCache::Auto,
+            precision: Precision::F32,
+            attention: AttentionPath::Auto,
+            fused_kernels: FusedKernels::Auto,
+            threads: None,
+            chat_template: None,
+        }
+    }
+}
+
+/// How the engine makes its passes: chosen per call by the caller's configuration (a run's
+/// levers), so a setting is applied where it is recorded. [`super::Engine::pass_defaults`] gives
+/// the defaults for the engine's device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassOptions {
+    /// The LM head cut to the letters read (`--prune-head`).
+    pub prune_head: bool,
+    /// Logits only at the read rows (on); off computes the full head at every row of a pass,
+    /// as a plain forward does, to measure what trimming saves.
+    pub trim: bool,
+    /// Most new tokens in one forward pass (`--pass-tokens`).
+    pub pass_tokens: usize,
+    /// Units of one pass that share a parent run their attention together: on by default on a
+    /// GPU, where fewer and larger kernels pay; off on the CPU, where the masked-out columns
+    /// would cost arithmetic.
+    pub group_units: bool,
+}
+
+/// Most new tokens in one pass unless the caller says otherwise.
+pub const DEFAULT_PASS_TOKENS: usize = 1024;
+
+/// Most new tokens in one pass on a GPU unless the caller says otherwise: there a pass costs
+/// the host its launches whatever its size, so fewer, larger passes pay (on an H200 the
+/// Qwen3-0.6B-shaped run takes 0.63 s with 1024, 0.54 s with 4096 and 0.52 s with 16384 tokens a
+/// pass in TF32; the default model's twin 0.59, 0.50 and 0.46 s in f32, for 1 GiB more device memory:
+/// bench/results/cuda/pass-tokens-authored144-cyclic-3shot-*-h200.json).
+pub const GPU_PASS_TOKENS: usize = 16384;
+
+/// The load options made concrete for a device: every `auto` resolved.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved {
+    pub weights: WeightsMode,
+    pub kv_cache: KvCache,
+    pub attention: AttentionPath,
+    pub fused_kernels: FusedKernels,
+}
+
+impl LoadOptions {
+    /// These options made concrete for `device`, or the first one it cannot run refused (in the
+    /// order: weights, precision, attention, fused kernels, KV cache). `f32_bytes` gives the
+    /// size of the weights in f32; it is asked for only by `--weights auto` on CUDA (it reads the
+    /// model's header).
+    pub(crate) fn resolve(&self, device: &Device, f32_bytes: impl FnOnce() -> Result<u64>) -> Result<Resolved> {
+        let weights = resolve_weights(self.weights, device, f32_bytes)?;
+        check_precision(self.precision, device, weights, self.matmul)?;
+        let attention = resolve_attention(self.attention, device)?;
+        let fused_kernels = resolve_fused_kernels(self.fused_kernels, device)?;
+        let kv_cache = resolve_kv_cache(self.kv_cache, device)?;
+        Ok(Resolved { weights, kv_cache, attention, fused_kernels })
+    }
+}
+
+/// `--weights auto` made concrete for `device`: native on the CPU and on Metal (whose memory is
+/// the system's); on CUDA native when f32 weights would take more than half of the device's free
+/// memory, f32 otherwise.
+fn resolve_weights(mode: WeightsMode, device: &Device, f32_bytes: impl FnOnce() -> Result<u64>) -> Result<WeightsMode> {
+    match mode {
+        WeightsMode::Auto if device.is_cuda() => {
+            let f32_bytes = f32_bytes()?;
+            Ok(match device::free_memory(device) {
+                Some(free) if f32_bytes > free / 2 => WeightsMode::Native,
+                _ => WeightsMode::F32,
+            })
+        }
+        WeightsMode::Auto => Ok(WeightsMode::Native),
+        mode => Ok(mode),
+    }
+}
+
+/// `--precision` where it can be had: TF32 and bf16 are CUDA's (cuBLAS's math mode, its bf16
+/// GEMM); the CPU's matmuls are f32 (or the integer kernel's) and Metal's are not wired to them.
+/// bf16 holds dense weights in bf16, so it needs them dense: native weights on a GPU are
+/// candle's quantised kernels, which take f32 inputs.
+fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, matmul: MatmulPath) -> Result<()> {
+    if precision == Precision::F32 {
+        return Ok(());
+    }
+    if !device.is_cuda() {
+        let on = if device.is_cpu() { "the CPU" } else { "this GPU" };
+        return Err(Error::Config(format!(
+            "--precision {} needs a CUDA GPU; on {on} the matmuls are f32 (use --precision f32, or --device cuda)",
+            precision.as_str()
+        )));
+    }
+    if precision == Precision::Bf16 && matmul != MatmulPath::Dense {
+        return Err(Error::Config(format!(
+            "--precision bf16 is for the dense matmuls, and --matmul {} uses candle's quantised kernels: use --matmul dense",
+            matmul.as_str()
+        )));
+    }
+    if precision == Precision::Bf16 && weights == WeightsMode::Native {
+        return Err(Error::Config(
+            "--precision bf16 holds dense weights in bf16, and the weights were kept in the file's encoding \
+             (--weights native, or auto for a model too large for f32 on this GPU): use --weights f32, or --precision tf32"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
+/// a segment; faster on the models docs/gpu.md's CUDA table measures), the matmuls elsewhere;
+/// `kernel` asked for off CUDA is refused.
+fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
+    match mode {
+        AttentionPath::Auto if device.is_cuda() => Ok(AttentionPath::Kernel),
+        AttentionPath::Auto => Ok(AttentionPath::Matmuls),
+        AttentionPath::Kernel if !device.is_cuda() => Err(Error::Config(
+            "--attention kernel is a CUDA kernel; elsewhere attention runs as matmuls (use --attention matmuls or auto)"
+                .into(),
+        )),
+        mode => Ok(mode),
+    }
+}
+
+/// `--fused-kernels auto` resolved: on on a CUDA GPU, off elsewhere; `on` asked for off CUDA is
+/// refused.
+fn resolve_fused_kernels(mode: FusedKernels, device: &Device) -> Result<FusedKernels> {
+    match mode {
+        FusedKernels::Auto if device.is_cuda() => Ok(FusedKernels::On),
+        FusedKernels::Auto => Ok(FusedKernels::Off),
+        FusedKernels::On if !device.is_cuda() => Err(Error::Config(
+            "--fused-kernels on is for CUDA GPUs; the CPU has fused loops of its own (use --fused-kernels off or auto)"
+                .into(),
+        )),
+        mode => Ok(mode),
+    }
+}
+
+/// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
+fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
+    match mode {
+        KvCache::Auto if device.is_cpu() => Ok(KvCache::F16),
+        KvCache::Auto => Ok(KvCache::F32),
+        KvCache::F16 if !device.is_cpu() => Err(Error::Config(
+            "--kv-cache f16 is for the CPU; on a GPU the KV cache is f32 (use --kv-cache auto or f32)".into(),
+        )),
+        mode => Ok(mode),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attention_auto_is_the_matmuls_on_the_cpu_and_the_kernel_is_refused_there() {
+        let cpu = Device::Cpu;
+        assert_eq!(resolve_attention(AttentionPath::Auto, &cpu).unwrap(), AttentionPath::Matmuls);
+        assert_eq!(resolve_attention(AttentionPath::Matmuls, &cpu).unwrap(), AttentionPath::Matmuls);
+        let e = resolve_attention(AttentionPath::Kernel, &cpu).unwrap_err().to_string();
+        assert!(e.contains("--attention matmuls or auto"), "{e}");
+    }
+
+    #[test]
+    fn fused_kernels_auto_is_off_on_the_cpu_and_on_is_refused_there() {
+        let cpu = Device::Cpu;
+        assert_eq!(resolve_fused_kernels(FusedKernels::Auto, &cpu).unwrap(), FusedKernels::Off);
+        assert_eq!(resolve_fused_kernels(FusedKernels::Off, &cpu).unwrap(), FusedKernels::Off);
+        let e = resolve_fused_kernels(FusedKernels::On, &cpu).unwrap_err().to_string();
+        assert!(e.contains("--fused-kernels off or auto"), "{e}");
+        assert_eq!("on".parse::<FusedKernels>(), Ok(FusedKernels::On));
+        assert_eq!(
+            "yes".parse::<FusedKernels>(),
+            Err("unknown fused-kernels setting `yes` (expected on, off or auto)".into())
+        );
+    }
+
+    #[test]
+    fn option_names_round_trip_and_a_wrong_one_says_what_is_expected() {
+        for m in [MatmulPath::Dense, MatmulPath::Quantized, MatmulPath::Auto] {
+            assert_eq!(m.as_str().parse::<MatmulPath>(), Ok(m));
+        }
+        for w in [WeightsMode::Native, WeightsMode::F32, WeightsMode::Auto] {
+            assert_eq!(w.as_str().parse::<WeightsMode>(), Ok(w));
+        }
+        for k in [KvCache::F16, KvCache::F32, KvCache::Auto] {
+            assert_eq!(k.as_str().parse::<KvCache>(), Ok(k));
+        }
+        for p in [Precision::F32, Precision::Tf32, Precision::Bf16] {
+            assert_eq!(p.as_str().parse::<Precision>(), Ok(p));
+        }
+        assert_eq!(
+            "f16".parse::<Precision>(),
+            Err("unknown matmul precision `f16` (expected f32, tf32 or bf16)".into())
+        );
+        assert_eq!(
+            "bf16".parse::<KvCache>(),
+            Err("unknown KV cache precision `bf16` (expected f16, f32 or auto)".into())
+        );
+        assert_eq!("q4".parse::<WeightsMode>(), Err("unknown weights mode `q4` (expected native, f32 or auto)".into()));
+    }
+
+    #[test]
+    fn reduced_precision_is_refused_off_cuda_and_bf16_needs_dense_weights() {
+        let cpu = Device::Cpu;
+        assert!(check_precision(Precision::F32, &cpu, WeightsMode::Native, MatmulPath::Dense).is_ok());
+        for p in [Precision::Tf32, Precision::Bf16] {
+            let e = check_precision(p, &cpu, WeightsMode::F32, MatmulPath::Dense).unwrap_err().to_string();
+            assert!(e.contains("needs a CUDA GPU") && e.contains(p.as_str()), "{e}");
+        }
+    }
+}
