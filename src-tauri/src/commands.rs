@@ -3,17 +3,17 @@
 //! which name the file, line or field.
 
 use crate::state::{AppState, Settings};
+use readout::analysis::derive::{derive_file, Derivation, DeriveOptions};
 use readout::config::{Mode, RunConfig};
 use readout::debias::DebiasMode;
-use readout::analysis::derive::{derive_file, Derivation, DeriveOptions};
 use readout::engine::ModelConfig;
 use readout::formats::evalset::{EvalSet, LoadOptions};
-use readout::metrics::Comparison;
 use readout::formats::results::{default_name, ResultFile, Status};
 use readout::formats::rubric::Rubric;
-use readout::jobs::run::{Control, Progress, RunInput};
 use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
+use readout::jobs::run::{Control, Progress, RunInput};
 use readout::jobs::score::{score_texts as score, Text, TextResult};
+use readout::metrics::Comparison;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -10,10 +10,10 @@ use crate::commands::{
 };
 use crate::state::Settings;
 use readout::analysis::derive::Derivation;
-use readout::metrics::Comparison;
 use readout::formats::results::ResultFile;
 use readout::jobs::run::Progress;
 use readout::jobs::score::TextResult;
+use readout::metrics::Comparison;
 use std::path::Path;
 use ts_rs::{Config, ExportError, TS};
 

@@ -3,10 +3,10 @@
 //! and where the hub and its cache are.
 
 use readout::engine::device::DeviceRequest;
-use readout::engine::{Engine, LoadOptions, MatmulPath};
-use readout::hub::HubOptions;
-use readout::formats::results::ResultFile;
 use readout::engine::template::TemplateSource;
+use readout::engine::{Engine, LoadOptions, MatmulPath};
+use readout::formats::results::ResultFile;
+use readout::hub::HubOptions;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

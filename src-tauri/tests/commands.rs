@@ -102,7 +102,8 @@ fn score_texts_returns_probabilities_per_criterion() {
     assert!((sum - 1.0).abs() < 1e-9);
     assert!(criteria[0]["order_unstable"].is_boolean());
     // Export CSV: the library's table, the columns of `readout score --csv`, a row per criterion.
-    let csv = call(&app, "answers_csv", json!({"texts": [{"text": "Refund me.", "id": "t1"}], "results": out})).unwrap();
+    let csv =
+        call(&app, "answers_csv", json!({"texts": [{"text": "Refund me.", "id": "t1"}], "results": out})).unwrap();
     let lines: Vec<&str> = csv.as_str().unwrap().lines().collect();
     assert_eq!(lines[0], readout::jobs::answers::CSV_HEADER.join(","));
     assert_eq!(lines.len(), 1 + 3);
@@ -729,7 +730,8 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     assert_eq!(comparisons.len(), 4);
     let catalogue = readout_app_lib::commands::catalogue();
     let chat_template_names = readout_app_lib::commands::chat_template_names();
-    let (_, calibration) = readout::formats::calibration::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
+    let (_, calibration) =
+        readout::formats::calibration::CalibrationFile::load(&results.join(MOCK_CALIBRATION)).unwrap();
     let answers_csv_header = readout::jobs::answers::CSV_HEADER.iter().map(|c| c.to_string()).collect();
     let mock = MockFixtures {
         models,
