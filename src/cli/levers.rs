@@ -98,7 +98,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
     let table = markdown(&rows);
     print!("{table}");
     if let Some(md) = &a.markdown {
-        super::report::write_marked(md, "levers", "readout bench levers --markdown", &table)?;
+        super::markdown::write_marked(md, "levers", "readout bench levers --markdown", &table)?;
     }
     Ok(0)
 }

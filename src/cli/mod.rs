@@ -6,6 +6,7 @@ mod calibrate;
 mod completions;
 mod derive;
 mod levers;
+mod markdown;
 mod mcp;
 mod models;
 mod prompts;

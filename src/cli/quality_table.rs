@@ -126,7 +126,7 @@ pub fn table(dir: &Path, markdown: Option<&Path>) -> Result<i32> {
             l[last] = format!("[`{}`]({})", l[last], rel.join(&l[last]).display());
             s.push_str(&format!("| {} |\n", l.join(" | ")));
         }
-        super::report::write_marked(md, "quality table", "readout table --quality --markdown", &s)?;
+        super::markdown::write_marked(md, "quality table", "readout table --quality --markdown", &s)?;
         eprintln!("wrote the quality table into {}", md.display());
     }
     Ok(0)

@@ -51,6 +51,37 @@ fn ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// Every `super::a::b…` path of module `m`, as a path from the crate's root.
+fn super_paths(code: &str, m: &[String]) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    for (i, _) in code.match_indices("super::") {
+        if code[..i].chars().next_back().is_some_and(|c| ident(c) || c == ':') {
+            continue; // the second `super` of `super::super::`, counted below
+        }
+        let mut rest = &code[i..];
+        let mut up = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            up += 1;
+            rest = r;
+        }
+        let Some(base) = m.len().checked_sub(up) else { continue };
+        let mut path = m[..base].to_vec();
+        loop {
+            let n = rest.find(|c: char| !ident(c)).unwrap_or(rest.len());
+            if n == 0 {
+                break;
+            }
+            path.push(rest[..n].to_string());
+            match rest[n..].strip_prefix("::") {
+                Some(next) => rest = next,
+                None => break,
+            }
+        }
+        paths.push(path);
+    }
+    paths
+}
+
 /// Every `crate::a::b…` path in the code, and the names in `use crate::{a, b::c}` lists.
 fn crate_paths(code: &str) -> Vec<Vec<String>> {
     let mut paths = Vec::new();
@@ -112,7 +143,7 @@ fn circles(root: &Path) -> Vec<Vec<String>> {
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     for (m, file) in &mods {
         let src = code(&std::fs::read_to_string(file).unwrap());
-        for path in crate_paths(&src) {
+        for path in crate_paths(&src).into_iter().chain(super_paths(&src, m)) {
             let Some(t) = (1..=path.len()).rev().map(|k| path[..k].to_vec()).find(|p| mods.contains_key(p)) else {
                 continue;
             };
@@ -212,4 +243,8 @@ fn the_check_sees_a_circle_and_ignores_comments_and_ancestors() {
     assert_eq!(circles(dir.path()), [vec!["a".to_string(), "b".into(), "c".into()]]);
     w("c.rs", "fn h() {}");
     assert!(circles(dir.path()).is_empty());
+    // Siblings reached through `super::` are siblings too.
+    w("b/other.rs", "use super::inner::Y;");
+    w("b/inner.rs", "fn g() { super::super::b::other::Z; }");
+    assert_eq!(circles(dir.path()), [vec!["b::inner".to_string(), "b::other".into()]]);
 }
