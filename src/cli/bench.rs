@@ -29,6 +29,30 @@ enum Which {
     /// Full next-token logits after given token ids (no tokenizer used), as JSON: for comparing
     /// with another engine fed the same ids (bench/gemma3-logits-vs-llamacpp).
     Logits(LogitsArgs),
+    /// How many labels a person needs: the corrected rate's 95 % interval width against the
+    /// number of labels, uniform and by uncertainty, with a result file's gold as the person.
+    Labels(LabelsCurveArgs),
+}
+
+#[derive(Args)]
+struct LabelsCurveArgs {
+    /// A result file of `readout run` (its gold stands in for the person's labels).
+    result: PathBuf,
+    /// The option whose share is estimated (every row must offer it).
+    #[arg(long)]
+    option: String,
+    /// Numbers of labels to try.
+    #[arg(long, value_delimiter = ',', default_value = "5,10,15,20,30,40,50,60,80,100,120,140")]
+    labels: Vec<usize>,
+    /// Simulated people per number of labels.
+    #[arg(long, default_value_t = 1000)]
+    replicates: usize,
+    /// The uniform share of the uncertainty draw's weights.
+    #[arg(long, default_value_t = 0.2)]
+    uniform_share: f64,
+    /// Write the result file here [default: bench/results/labels-curve-RESULT.json].
+    #[arg(short, long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -138,6 +162,7 @@ pub fn run(a: BenchArgs) -> Result<i32> {
         Which::MakeModel(m) => run_make_model(m),
         Which::LogitCost(l) => run_logit_cost(l),
         Which::Logits(l) => run_logits(l),
+        Which::Labels(l) => run_labels_curve(l),
     }
 }
 
@@ -414,4 +439,60 @@ fn run_logit_cost(a: LogitCostArgs) -> Result<i32> {
 fn loadavg() -> Option<Vec<f64>> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     Some(text.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect())
+}
+
+fn run_labels_curve(a: LabelsCurveArgs) -> Result<i32> {
+    let started = std::time::Instant::now();
+    let bytes = std::fs::read(&a.result).with_context(|| format!("reading {}", a.result.display()))?;
+    let file = readout::formats::results::ResultFile::load(&a.result)?;
+    let opts = readout::analysis::labels_curve::CurveOptions {
+        option: a.option.clone(),
+        labels: a.labels.clone(),
+        replicates: a.replicates,
+        uniform_share: a.uniform_share,
+        targets: vec![0.05, 0.10],
+    };
+    let curve = readout::analysis::labels_curve::measure(&file, &opts)?;
+    let stem = a.result.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let out_path = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench/results/labels-curve-{stem}.json")));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out = serde_json::json!({
+        "schema": "readout.bench.labels-curve",
+        "schema_version": 1,
+        "label": "MEASURED",
+        "created": readout::formats::results::now_utc(),
+        "command": format!("readout {}", args.join(" ")),
+        "version": env!("CARGO_PKG_VERSION"),
+        "what": "the real review path (jobs::review: draw order, inclusion probabilities, report) run as a person labelling the first n texts of the queue, the result file's gold as the person; per n, the corrected share's mean 95 % half-width, coverage of the true share and mean error over the replicates",
+        "source": {
+            "file": a.result.file_name().map(|f| f.to_string_lossy().into_owned()),
+            "sha256": readout::hash::sha256_bytes(&bytes),
+            "model": file.model.name,
+            "eval_set": file.eval_set.name,
+            "debias": file.config.debias.as_str(),
+            "shots": file.config.shots,
+        },
+        "curve": curve,
+        "timing": {
+            "wall_seconds": started.elapsed().as_secs_f64(),
+            "peak_rss_bytes": readout::memory::peak_rss(),
+        },
+    });
+    readout::atomic::write(&out_path, format!("{}\n", serde_json::to_string_pretty(&out)?).as_bytes())?;
+    for c in &curve.curves {
+        let need: Vec<String> = c
+            .labels_for
+            .iter()
+            .map(|(t, n)| {
+                format!(
+                    "± {:.0} %: {}",
+                    t * 100.0,
+                    n.map_or(format!("not within {} texts", curve.texts), |n| format!("{n} labels"))
+                )
+            })
+            .collect();
+        println!("{:<12} {}", c.by.as_str(), need.join("   "));
+    }
+    println!("wrote {}", out_path.display());
+    Ok(0)
 }

@@ -5,6 +5,7 @@ mod bench;
 mod calibrate;
 mod completions;
 mod derive;
+mod labels;
 mod levers;
 mod markdown;
 mod mcp;
@@ -46,6 +47,9 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// The table of every run in a results folder.
     Table(report::TableArgs),
+    /// Check the judge against your own labels: draw texts to label, then agreement and
+    /// corrected rates with 95 % intervals.
+    Labels(labels::LabelsArgs),
     /// Decide each criterion of a rubric for one text or many.
     Score(score::ScoreArgs),
     /// Print the exact prompts a run would score (JSON Lines), for feeding peers.
@@ -269,6 +273,7 @@ pub fn run() -> Result<i32> {
         Command::Compare(a) => report::compare_cmd(a),
         Command::Calibrate(a) => calibrate::run(a),
         Command::Table(a) => report::table(a),
+        Command::Labels(a) => labels::run(a),
         Command::Info(a) => info(a),
         Command::Prompts(a) => prompts::run(a),
         Command::Bench(a) => bench::run(a),

@@ -35,6 +35,10 @@ pub fn print_summary(r: &ResultFile, path: &Path) {
                 fm.balanced_accuracy, fm.accuracy, fm.rows
             );
         }
+        if !m.agreement.is_empty() {
+            println!("agreement with gold per criterion (95 % group bootstrap):");
+            print_agreement(&m.agreement);
+        }
     }
     println!(
         "{:.1} s ({:.2} rows/s); tokens computed {} of {} in the prompts ({} unique)",
@@ -98,6 +102,7 @@ pub fn table(a: TableArgs) -> Result<i32> {
         "Shots",
         "Debias",
         "Mean family balanced accuracy",
+        "Mean κ with gold",
         "Order-unstable rows",
         "Seconds",
         "Rows",
@@ -117,6 +122,7 @@ pub fn table(a: TableArgs) -> Result<i32> {
             r.config.shots.to_string(),
             r.config.debias.as_str().to_string(),
             m.map(|m| format!("{:.3}", m.mean_family_balanced_accuracy)).unwrap_or_else(|| "-".into()),
+            mean_kappa(r).map(|k| format!("{k:.3}")).unwrap_or_else(|| "-".into()),
             m.and_then(|m| m.overall.order_unstable).map(|u| u.to_string()).unwrap_or_else(|| "not checked".into()),
             format!("{:.1}", r.timing.wall_seconds),
             format!("{}{}", r.rows.len(), if r.status == Status::Partial { " (partial)" } else { "" }),
@@ -159,6 +165,21 @@ pub fn table(a: TableArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The judge's κ with gold averaged over the run's criteria, each weighted by its rows
+/// (recomputed from the rows, so files written before agreement was recorded have it too);
+/// `None` where no criterion has a κ.
+fn mean_kappa(r: &ResultFile) -> Option<f64> {
+    let per = readout::metrics::agreement_by_criterion(&r.scored_rows(), None, 0, 0);
+    let (mut sum, mut n) = (0.0, 0usize);
+    for c in &per {
+        if let Some(k) = c.agreement.kappa.value {
+            sum += k * c.agreement.n as f64;
+            n += c.agreement.n;
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
 /// One row of `readout table --json`: the table's columns, typed (a missing metric is null).
 fn table_row_json(path: &Path, r: &ResultFile) -> serde_json::Value {
     let m = r.metrics.as_ref();
@@ -169,6 +190,7 @@ fn table_row_json(path: &Path, r: &ResultFile) -> serde_json::Value {
         "shots": r.config.shots,
         "debias": r.config.debias.as_str(),
         "mean_family_balanced_accuracy": m.map(|m| m.mean_family_balanced_accuracy),
+        "mean_kappa": mean_kappa(r),
         "order_unstable_rows": m.and_then(|m| m.overall.order_unstable),
         "seconds": r.timing.wall_seconds,
         "rows": r.rows.len(),
@@ -259,8 +281,31 @@ pub fn compare_cmd(a: CompareArgs) -> Result<i32> {
             d.balanced_accuracy_b - d.balanced_accuracy_a
         );
     }
+    if !c.agreement.is_empty() {
+        println!("agreement of A's answers with B's (95 % group bootstrap):");
+        print_agreement(&c.agreement);
+    }
     if c.unpaired_a + c.unpaired_b > 0 {
         println!("unpaired rows: {} only in A, {} only in B", c.unpaired_a, c.unpaired_b);
     }
     Ok(0)
+}
+
+/// One line per criterion: its options, the rows, raw agreement, κ and α with their intervals.
+pub fn print_agreement(list: &[readout::metrics::CriterionAgreement]) {
+    let fig = |f: &readout::agreement::Figure| match (f.value, f.lo, f.hi) {
+        (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(v), _, _) => format!("{v:.3}"),
+        _ => "–".to_string(),
+    };
+    for c in list {
+        let name = if c.criterion.is_empty() {
+            c.option_ids.join("|")
+        } else {
+            format!("{} ({})", c.criterion, c.option_ids.join("|"))
+        };
+        let a = &c.agreement;
+        let kappa = if a.scale == readout::agreement::Scale::Interval { "weighted κ" } else { "κ" };
+        println!("  {name:<40} rows {:>4}  raw {}  {kappa} {}  α {}", a.n, fig(&a.raw), fig(&a.kappa), fig(&a.alpha));
+    }
 }

@@ -21,6 +21,7 @@ mod fidelity;
 mod fuzz_regressions;
 mod gemma3;
 mod hub;
+mod labels;
 mod layers;
 mod loglik;
 mod long_state;

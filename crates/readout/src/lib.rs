@@ -5,9 +5,10 @@
 //! utilities ([`error`], [`math`], [`hash`], [`atomic`], [`memory`]); the [`engine`] (a model,
 //! its tokenizer and chat template, the passes: nothing about rubrics); the [`hub`] and the
 //! [`models`] catalogue; the typed options ([`config`], [`debias`], [`truncate`]) and the
-//! [`metrics`]; the [`formats`] Readout reads and writes (rubrics, eval sets, texts, result and
-//! calibration files); the [`pipeline`], one module per stage, data flowing one way: input (an
-//! eval set's rows with gold, or a rubric's criteria for texts) → plan (prompts, fitted to the
+//! figures ([`metrics`], [`agreement`] between raters, [`rates`] corrected by labels); the
+//! [`formats`] Readout reads and writes (rubrics, eval sets, texts, result, calibration and
+//! labels files); the [`pipeline`], one module per stage, data flowing one way: input (an eval
+//! set's rows with gold, or a rubric's criteria for texts) → plan (prompts, fitted to the
 //! context, as one prompt tree) → exec (the walk of the tree through the engine) → combine
 //! (orderings and debias), then metrics and the result file; the [`jobs`] ([`jobs::run`],
 //! [`jobs::score`], the one [`jobs::request::ScoreRequest`] every shell builds); and the
@@ -52,9 +53,11 @@ pub mod quantize;
 pub use readout_hub as hub;
 pub mod models;
 // The typed options every number depends on, and the metrics.
+pub mod agreement;
 pub mod config;
 pub mod debias;
 pub mod metrics;
+pub mod rates;
 pub mod truncate;
 // The files Readout reads and writes.
 pub mod formats;

@@ -255,6 +255,25 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub position_bias: Option<PositionBias>,
+    /// Agreement of the judge with gold per criterion ([`agreement_by_criterion`]; absent in
+    /// files written before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<CriterionAgreement>>", optional))]
+    pub agreement: Vec<CriterionAgreement>,
+}
+
+/// Agreement on one criterion of a run: the judge against gold ([`summarize`]), or one run
+/// against another ([`compare_with`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CriterionAgreement {
+    /// The criterion's name (`item/criterion` rows), or empty for one-criterion items.
+    pub criterion: String,
+    /// Its options: the categories of the confusion matrix, in this order.
+    pub option_ids: Vec<String>,
+    pub agreement: crate::agreement::Agreement,
+    /// The ids of the rows where the two differ (`agreement.disagreements`, as row ids).
+    pub disagreements: Vec<String>,
 }
 
 fn ratio(num: usize, den: usize) -> f64 {
@@ -397,6 +416,7 @@ pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
         bootstrap: Interval { level: INTERVAL_LEVEL, lo, hi, resamples, seed },
         selective: Some(selective(rows)),
         position_bias: Some(position_bias(rows)),
+        agreement: agreement_by_criterion(rows, None, resamples, seed),
     }
 }
 
@@ -588,6 +608,78 @@ pub struct FamilyDiff {
     pub balanced_accuracy_b: f64,
 }
 
+/// Agreement per criterion: of each row's prediction with its gold, or (with `other`, a second
+/// run's rows paired by id) of the two runs' predictions. A criterion is the rows with one
+/// criterion name (the part of an `item/criterion` id after the last `/`) and one set of option
+/// ids, so a row-form set whose items offer different options gets one criterion per option set.
+/// The categories are the option ids, sorted (as numbers when they are `0..k`, the levels of a
+/// `score` criterion, which are then read on the interval scale: weighted κ, interval α). An
+/// invalid prediction is a missing rating. Rows are resampled by their group.
+pub fn agreement_by_criterion(
+    rows: &[ScoredRow],
+    other: Option<&[ScoredRow]>,
+    resamples: usize,
+    seed: u64,
+) -> Vec<CriterionAgreement> {
+    use crate::agreement::{agreement, Rated, Scale};
+    let by_id: HashMap<&str, &ScoredRow> = other.map_or_else(HashMap::new, |o| {
+        let mut m = HashMap::new();
+        for r in o {
+            m.entry(r.id.as_str()).or_insert(r);
+        }
+        m
+    });
+    // (criterion, sorted option ids) → its rows, each with its partner in `other`.
+    type Members<'r> = Vec<(&'r ScoredRow, Option<&'r ScoredRow>)>;
+    let mut groups: BTreeMap<(String, Vec<String>), Members> = BTreeMap::new();
+    for r in rows {
+        let partner = match other {
+            None => None,
+            Some(_) => match by_id.get(r.id.as_str()) {
+                Some(p) => Some(*p),
+                None => continue,
+            },
+        };
+        let criterion = r.id.rsplit_once('/').map(|(_, c)| c.to_string()).unwrap_or_default();
+        let mut ids = r.option_ids.clone();
+        let numeric: Option<Vec<usize>> = ids.iter().map(|i| i.parse::<usize>().ok()).collect();
+        match numeric {
+            Some(mut n) => {
+                n.sort_unstable();
+                ids = n.iter().map(usize::to_string).collect();
+            }
+            None => ids.sort(),
+        }
+        groups.entry((criterion, ids)).or_default().push((r, partner));
+    }
+    groups
+        .into_iter()
+        .map(|((criterion, option_ids), members)| {
+            let k = option_ids.len();
+            let levels = option_ids.iter().enumerate().all(|(i, id)| id == &i.to_string());
+            let scale = if levels { Scale::Interval } else { Scale::Nominal };
+            let cat = |r: &ScoredRow, i: Option<usize>| -> Option<usize> {
+                let id = r.option_ids.get(i?)?;
+                option_ids.iter().position(|o| o == id)
+            };
+            let rated: Vec<Rated> = members
+                .iter()
+                .map(|(r, p)| Rated {
+                    a: cat(r, r.predicted),
+                    b: match p {
+                        Some(p) => cat(p, p.predicted),
+                        None => cat(r, Some(r.gold)),
+                    },
+                    group: r.group_id.as_str(),
+                })
+                .collect();
+            let agreement = agreement(&rated, k, scale, resamples, seed);
+            let disagreements = agreement.disagreements.iter().map(|&i| members[i].0.id.clone()).collect();
+            CriterionAgreement { criterion, option_ids, agreement, disagreements }
+        })
+        .collect()
+}
+
 /// Two runs of one eval set, paired by row id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -615,6 +707,11 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub difference: Option<PairedBootstrap>,
+    /// Agreement of A's predictions with B's per criterion, on the paired rows (absent in
+    /// comparisons made before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<CriterionAgreement>>", optional))]
+    pub agreement: Vec<CriterionAgreement>,
 }
 
 /// A paired difference (B − A) and its bootstrap percentile interval.
@@ -771,6 +868,7 @@ pub fn compare_with(a: &[ScoredRow], b: &[ScoredRow], resamples: usize, seed: u6
         unpaired_a,
         unpaired_b,
         difference: paired_bootstrap(&all_pairs, resamples, seed),
+        agreement: agreement_by_criterion(a, Some(b), resamples, seed),
     }
 }
 

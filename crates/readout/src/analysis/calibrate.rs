@@ -23,10 +23,12 @@ use crate::formats::calibration::{
     CalibrationFile, FittedOn, HeldOut, Scores, BETA_RANGE, MIN_ERRORS, MIN_ROWS, SCHEMA, SCHEMA_VERSION,
 };
 use crate::formats::results::{ResultFile, Status};
+use crate::jobs::review::Report;
 use crate::math::SplitMix64;
 use crate::metrics::{self, ScoredRow};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use crate::formats::calibration::{apply_temperature, FOLDS};
 
@@ -185,6 +187,81 @@ pub fn fit(result: &ResultFile, path: &Path, sha256: &str, folds: usize, seed: u
     })
 }
 
+/// How far a person's labels are from what a fit on them needs ([`MIN_ROWS`] answers, at least
+/// [`MIN_ERRORS`] the judge got wrong and as many it got right, a text in every fold), counted on
+/// the judge's answers as a review holds them: a run of the same judge on the labels file gives
+/// the same answers; another judge may err elsewhere, and [`fit`] has the last word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Readiness {
+    /// The person's answers where the judge answered too (a text × criterion each): the rows a
+    /// run on the labels file scores.
+    pub answers: usize,
+    /// Of them, the answers where the judge said another option, and where it said the same.
+    pub wrong: usize,
+    pub right: usize,
+    /// Texts with at least one answer (the held-out folds deal whole texts).
+    pub texts: usize,
+    pub min_rows: usize,
+    pub min_errors: usize,
+    pub folds: usize,
+    /// The fewest more answers that could meet every minimum: exactly that many when the judge
+    /// errs and agrees as often as needed, more when it keeps agreeing (or erring).
+    pub more_answers: usize,
+    /// More answers where the judge is wrong, and where it is right, than there are.
+    pub more_wrong: usize,
+    pub more_right: usize,
+    /// More texts than there are, for every fold to hold one.
+    pub more_texts: usize,
+    /// Every minimum met: a fit can be tried.
+    pub ready: bool,
+}
+
+/// The [`Readiness`] of `answers` labelled answers, `wrong` of them where the judge said
+/// another option, over `texts` texts, for a check with `folds` folds.
+pub fn readiness(answers: usize, wrong: usize, texts: usize, folds: usize) -> Readiness {
+    let right = answers.saturating_sub(wrong);
+    let more_wrong = MIN_ERRORS.saturating_sub(wrong);
+    let more_right = MIN_ERRORS.saturating_sub(right);
+    let more_texts = folds.saturating_sub(texts);
+    // Every more text brings at least one more answer.
+    let more_answers = MIN_ROWS.saturating_sub(answers).max(more_wrong + more_right).max(more_texts);
+    Readiness {
+        answers,
+        wrong: wrong.min(answers),
+        right,
+        texts,
+        min_rows: MIN_ROWS,
+        min_errors: MIN_ERRORS,
+        folds,
+        more_answers,
+        more_wrong,
+        more_right,
+        more_texts,
+        ready: more_answers == 0,
+    }
+}
+
+/// The [`Readiness`] of a review's labels, from its report: per criterion, the answers both the
+/// judge and the person gave (`agreement.n`) and those where they differ (off the confusion
+/// matrix's diagonal); the texts are the labelled ones.
+pub fn readiness_of(report: &Report, folds: usize) -> Readiness {
+    let (mut answers, mut same) = (0, 0);
+    for c in &report.criteria {
+        answers += c.agreement.n;
+        same += c.agreement.confusion.iter().enumerate().map(|(i, row)| row.get(i).copied().unwrap_or(0)).sum::<usize>();
+    }
+    readiness(answers, answers.saturating_sub(same), report.labelled, folds)
+}
+
+/// Where a fit on a labels file keeps its files, beside it: the judge's run on the labels
+/// (`NAME.result.json` for `NAME.jsonl`) and the calibration fitted on that run
+/// (`NAME.calibration.json`).
+pub fn files_beside(labels: &Path) -> (PathBuf, PathBuf) {
+    let stem = labels.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "labels".into());
+    (labels.with_file_name(format!("{stem}.result.json")), labels.with_file_name(format!("{stem}.calibration.json")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +334,95 @@ mod tests {
         assert!((t - 9f64.ln() / 2f64.ln()).abs() < 1e-5, "{t}");
         assert_eq!(held.fold_temperatures.len(), FOLDS);
         assert!(held.after.nll < held.before.nll && held.after.ece < held.before.ece);
+    }
+
+    #[test]
+    fn readiness_says_how_many_more_answers_a_fit_needs() {
+        // 15 answers, 8 wrong: 35 more to reach 50; 2 more wrong and 3 more right fit within them.
+        let r = readiness(15, 8, 5, FOLDS);
+        assert_eq!((r.right, r.more_answers, r.more_wrong, r.more_right, r.more_texts), (7, 35, 2, 3, 0));
+        assert!(!r.ready);
+        // 60 answers, 5 wrong: enough rows, but 5 more where the judge errs are needed.
+        let r = readiness(60, 5, 20, FOLDS);
+        assert_eq!((r.more_answers, r.more_wrong, r.more_right, r.ready), (5, 5, 0, false));
+        // 60 answers, 33 wrong, over 20 texts: ready, as `fit_rows` agrees.
+        let r = readiness(60, 33, 20, FOLDS);
+        assert_eq!((r.more_answers, r.ready), (0, true));
+        // 50 answers from 2 texts of a 25-criterion rubric: three more texts for the folds.
+        let r = readiness(50, 20, 2, FOLDS);
+        assert_eq!((r.more_texts, r.more_answers, r.ready), (3, 3, false));
+        // Nothing labelled yet.
+        let r = readiness(0, 0, 0, FOLDS);
+        assert_eq!((r.more_answers, r.more_wrong, r.more_right), (50, 10, 10));
+        // The same thresholds as the fit's refusal.
+        let p = std::path::Path::new("r.json");
+        let rows: Vec<ScoredRow> = (0..60).map(|i| row(i, usize::from(i < 5), vec![0.7, 0.3])).collect();
+        assert!(fit_rows(&rows, FOLDS, 0, p).is_err() && !readiness(60, 5, 60, FOLDS).ready);
+    }
+
+    #[test]
+    fn readiness_of_a_report_counts_the_confusion_diagonal() {
+        use crate::formats::labels::{Draw, Labelled, Labels};
+        use crate::formats::rubric::{Criterion, OptionSpec, QuestionKind};
+        use crate::jobs::review::{report, ReportOptions};
+        use crate::jobs::score::{CriterionResult, OptionResult, TextResult};
+        let criterion = Criterion {
+            name: "refund".into(),
+            kind: QuestionKind::Noul,
+            instructions: "Refund?".into(),
+            rule: None,
+            options: vec![
+                OptionSpec { id: "yes".into(), description: "Yes".into() },
+                OptionSpec { id: "no".into(), description: "No".into() },
+            ],
+            gold: None,
+        };
+        // The judge says yes to every text; the person says yes to texts 0 and 1, no to 2.
+        let results: Vec<TextResult> = (0..4)
+            .map(|i| TextResult {
+                index: i,
+                id: None,
+                criteria: vec![CriterionResult {
+                    criterion: "refund".into(),
+                    kind: QuestionKind::Noul,
+                    options: vec![
+                        OptionResult { id: "yes".into(), description: "Yes".into(), probability: 0.8 },
+                        OptionResult { id: "no".into(), description: "No".into(), probability: 0.2 },
+                    ],
+                    probability: 0.8,
+                    abstained: None,
+                    expected_level: None,
+                    margin: 0.6,
+                    close: false,
+                    chosen: Some("yes".into()),
+                    order_unstable: None,
+                    letter_mass: None,
+                }],
+                truncated_tokens: None,
+            })
+            .collect();
+        let mut labels = Labels::new(vec![criterion], Draw::default());
+        for (index, answer) in [(0, 0), (1, 0), (2, 1)] {
+            labels.texts.push(Labelled {
+                index,
+                id: None,
+                text: String::new(),
+                answers: vec![Some(answer)],
+                skipped: false,
+                pi: None,
+            });
+        }
+        let r = report(&results, &labels, &ReportOptions { resamples: 0, ..ReportOptions::default() }).unwrap();
+        let got = readiness_of(&r, FOLDS);
+        assert_eq!((got.answers, got.wrong, got.right, got.texts), (3, 1, 2, 3));
+        assert_eq!((got.more_answers, got.more_wrong, got.more_right, got.more_texts), (47, 9, 8, 2));
+    }
+
+    #[test]
+    fn a_fit_keeps_its_files_beside_the_labels() {
+        let (result, calibration) = files_beside(Path::new("/r/2025-06-02T09-30-00Z-t/answers.labels.jsonl"));
+        assert_eq!(result, Path::new("/r/2025-06-02T09-30-00Z-t/answers.labels.result.json"));
+        assert_eq!(calibration, Path::new("/r/2025-06-02T09-30-00Z-t/answers.labels.calibration.json"));
     }
 
     #[test]

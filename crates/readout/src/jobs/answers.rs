@@ -76,6 +76,50 @@ pub fn to_csv(texts: &[Text], results: &[TextResult]) -> String {
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
+/// Read a whole answers file (`readout score --out FILE.jsonl`, the app's saved answers): one
+/// decision a line, in any order, put back in the texts' order. Refused by line: a line that is
+/// not a decision, a text given twice; and a file that misses a text (finish it with `--resume`).
+pub fn read_jsonl(bytes: &[u8], path: &std::path::Path) -> crate::Result<Vec<TextResult>> {
+    let bad = |line: usize, reason: String| crate::Error::BadInput {
+        path: path.to_path_buf(),
+        line,
+        field: "(line)".into(),
+        reason,
+    };
+    let body = String::from_utf8_lossy(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).into_owned();
+    let mut out: Vec<(usize, TextResult)> = Vec::new();
+    for (i, line) in body.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: TextResult = serde_json::from_str(line)
+            .map_err(|e| bad(i + 1, format!("not a decision `readout score --out` writes ({e})")))?;
+        out.push((i + 1, r));
+    }
+    out.sort_by_key(|(_, r)| r.index);
+    for w in out.windows(2) {
+        if w[0].1.index == w[1].1.index {
+            let (first, second) = (w[0].0.min(w[1].0), w[0].0.max(w[1].0));
+            return Err(bad(second, format!("text {} is given twice (also at line {first})", w[1].1.index)));
+        }
+    }
+    for (k, (_, r)) in out.iter().enumerate() {
+        if r.index != k {
+            return Err(crate::Error::BadFile {
+                path: path.to_path_buf(),
+                reason: format!("has no decision for text {k}: the job stopped before the end; finish it with `readout score … --out FILE --resume`"),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(crate::Error::BadFile {
+            path: path.to_path_buf(),
+            reason: "holds no decisions; write it with `readout score … --out FILE.jsonl`".into(),
+        });
+    }
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
