@@ -10,6 +10,12 @@
 # downloads Gemma 3 270M from a hub on loopback (progress, Cancel, resume), chooses its chat
 # template (gemma) and scores the example with it; last, downloads the real judge
 # (Qwen2.5-Coder-1.5B-Instruct) from the catalogue with one click and scores the example with it.
+# Review: it scores examples/support-tickets.csv, labels the five texts the judge is least sure of
+# with the keyboard, and after the restart continues that review with its five labels and reads
+# its agreement and corrected shares; labels the other fifteen texts, fits the judge to the labels
+# ("Fit the judge to my labels", checked against `readout calibrate` on the app's run) and scores
+# the texts again with the temperature. Results: the real judge's agreement with gold, and the
+# labels-curve chart.
 # Screenshots go to src-tauri/screenshots/window-*.png.
 #
 # Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
@@ -35,6 +41,8 @@ trap 'rm -rf "$work"' EXIT
 # A fresh home for the app: its settings and data folders, and a bench folder with the CLI's files.
 mkdir -p "$work/config/dev.readout.desktop" "$work/data" "$work/bench/results" "$work/bench/evalsets"
 cp bench/results/authored144_*.json "$work/bench/results/"
+# The labels curve measured on the real judge's run (how many labels a person needs), to open.
+cp bench/results/labels-curve-*.json "$work/bench/results/"
 # A committed run with the judge-quality figures (risk–coverage curve, position bias), to open.
 export QUALITY_FILE="smollm2-135m-instruct.q4_1_3shot_cyclic.json"
 cp "bench/results/quality/$QUALITY_FILE" "$work/bench/results/"

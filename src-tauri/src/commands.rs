@@ -21,6 +21,9 @@ use tauri::ipc::Channel;
 use tauri::State;
 use ts_rs::TS;
 
+pub mod curves;
+pub mod review;
+
 type Res<T> = Result<T, String>;
 
 fn msg(e: impl std::fmt::Display) -> String {
@@ -53,7 +56,18 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         cancel_pull,
         pick_file,
         write_text_file,
-        answers_csv
+        answers_csv,
+        review::review_start,
+        review::review_list,
+        review::review_open,
+        review::review_open_answers,
+        review::review_label,
+        review::review_undo,
+        review::review_report,
+        review::review_fit_state,
+        review::review_fit,
+        curves::list_labels_curves,
+        curves::load_labels_curve
     ]
 }
 
@@ -415,6 +429,8 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
 #[derive(Debug, Serialize, TS)]
 pub struct ResultEntry {
     pub file: PathBuf,
+    /// The model's name, as the Models page names it (`ModelRecord::display_name`).
+    pub model: String,
     pub mode: Mode,
     pub shots: usize,
     pub debias: DebiasMode,
@@ -438,6 +454,7 @@ pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec
         }
         let r = ResultFile::load(&p).map_err(msg)?;
         out.push(ResultEntry {
+            model: r.model.display_name(),
             mode: r.config.mode,
             shots: r.config.shots,
             debias: r.config.debias,
@@ -453,9 +470,20 @@ pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec
     Ok(out)
 }
 
+/// A result file. One written before runs recorded the judge's agreement with gold gets it here,
+/// from its rows, with the run's own bootstrap resamples and seed: the figures `readout run`
+/// records now (and `readout table` computes for such files); one written before runs recorded
+/// the model's name as Readout names it gets that name (not the GGUF's own).
 #[tauri::command]
 pub fn load_result(file: PathBuf) -> Res<ResultFile> {
-    ResultFile::load(&file).map_err(msg)
+    let mut r = ResultFile::load(&file).map_err(msg)?;
+    r.model.name = r.model.display_name();
+    let rows = r.scored_rows();
+    let (resamples, seed) = (r.config.bootstrap_resamples, r.config.bootstrap_seed);
+    if let Some(m) = r.metrics.as_mut().filter(|m| m.agreement.is_empty()) {
+        m.agreement = readout::metrics::agreement_by_criterion(&rows, None, resamples, seed);
+    }
+    Ok(r)
 }
 
 #[tauri::command]
@@ -473,15 +501,25 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
 }
 
 /// One model as the Models page and the model pickers show it (the contract in ui/README.md):
-/// its shape from the file's metadata, without loading the weights, and the name a person knows
-/// it by (`readout::models::name_of`, as `readout models` names it).
+/// its shape from the file's metadata, without loading the weights, the name a person knows it
+/// by (`readout::models::name_of`, as `readout models` names it) and what the library says about
+/// it (`readout::models::about`).
 #[derive(Debug, Serialize, TS)]
 pub struct ModelEntry {
     pub name: String,
     pub path: PathBuf,
     pub architecture: String,
+    /// The file's encoding, as its type mix names it (`Q4_K_M`).
     pub quantisation: String,
     pub parameters: u64,
+    /// Bytes on disk (a directory: its weights').
+    pub size_bytes: u64,
+    /// The licence in words (the catalogue's, else the file's own), when one is known.
+    pub licence: Option<String>,
+    /// What it is good for, in one plain sentence.
+    pub good_for: String,
+    /// The catalogue entry it is, as `CatalogueItem::spec` (`ORG/REPO:FILE`).
+    pub catalogue: Option<String>,
     pub config: ModelConfig,
     /// Whether the model carries a chat template of its own.
     pub has_chat_template: bool,
@@ -493,12 +531,17 @@ pub struct ModelEntry {
 impl ModelEntry {
     /// The entry of a model called `name` at `path`, stored as `quantisation`, of shape `config`.
     pub fn new(name: String, path: PathBuf, quantisation: String, config: ModelConfig) -> ModelEntry {
+        let about = readout::models::about(&path, None);
         ModelEntry {
             name,
-            path,
             architecture: config.architecture.as_str().to_string(),
             quantisation,
             parameters: config.parameter_count(),
+            size_bytes: 0,
+            licence: about.licence,
+            good_for: about.good_for,
+            catalogue: about.catalogue.map(catalogue_spec),
+            path,
             config,
             has_chat_template: true,
             chat_template: None,
@@ -510,9 +553,12 @@ impl ModelEntry {
 fn model_entry(path: &Path, settings: &Settings) -> Result<ModelEntry, String> {
     let md = readout::engine::read_metadata(path).map_err(msg)?;
     let name = readout::models::name_of(path);
+    let about = readout::models::about(path, md.licence.as_deref());
     Ok(ModelEntry {
         has_chat_template: md.has_chat_template,
         chat_template: settings.chat_templates.get(path).cloned(),
+        size_bytes: md.file_bytes,
+        licence: about.licence,
         ..ModelEntry::new(name, path.to_path_buf(), md.quantisation, md.config)
     })
 }
@@ -604,6 +650,8 @@ pub struct CatalogueItem {
     pub size_bytes: u64,
     pub size_basis: String,
     pub licence: String,
+    /// What it is good for, in one plain sentence.
+    pub good_for: String,
     /// Whether this build's engine runs its architecture.
     pub runs_here: bool,
     /// The default model (the one an app with no model offers first).
@@ -616,16 +664,22 @@ pub fn catalogue() -> Vec<CatalogueItem> {
         .iter()
         .map(|e| CatalogueItem {
             name: e.name.into(),
-            spec: e.spec().trim_start_matches(readout::hub::PREFIX).to_string(),
+            spec: catalogue_spec(e),
             quantisation: e.quantisation.into(),
             architecture: e.architecture.into(),
             size_bytes: e.size_bytes,
             size_basis: e.size_basis.into(),
             licence: e.licence.into(),
+            good_for: e.good_for.into(),
             runs_here: e.runs_here(),
             default: e.file == readout::DEFAULT_MODEL_FILE,
         })
         .collect()
+}
+
+/// A catalogue entry as `pull_model` takes it: `ORG/REPO:FILE`.
+fn catalogue_spec(e: &readout::models::CatalogueEntry) -> String {
+    e.spec().trim_start_matches(readout::hub::PREFIX).to_string()
 }
 
 /// A download's progress: `done` of `total` bytes of `file` (`done` starts at what an earlier,
@@ -759,6 +813,8 @@ pub async fn pick_file<R: tauri::Runtime>(
         "export_csv" => d.add_filter("CSV", &["csv"]),
         "export_json" => d.add_filter("JSON", &["json"]),
         "calibration" => d.add_filter("Calibration file", &["json"]),
+        "answers" => d.add_filter("Answers (readout score --out)", &["jsonl"]),
+        "texts" => d.add_filter("Texts", &["csv", "jsonl", "ndjson"]),
         _ => d,
     };
     // Saving a result: the CLI's name for it unless the page gives one.

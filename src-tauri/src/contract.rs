@@ -1,9 +1,11 @@
 //! The TypeScript half of the app's contract. Every type a command takes or gives — the shell's
-//! own and the library's (the result file, score results, metrics, DERIVED figures) — is written
-//! by ts-rs into `ui/src/gen/`, which the UI imports, so a field renamed or retyped in Rust breaks
-//! the UI's build instead of the running app. `cargo test` writes them (tests/commands.rs); CI
-//! fails when what is committed there differs.
+//! own and the library's (the result file, score results, metrics, DERIVED figures, a review's
+//! report and a fit on its labels, the labels curve) — is written by ts-rs into `ui/src/gen/`, which the UI imports, so a field renamed or
+//! retyped in Rust breaks the UI's build instead of the running app. `cargo test` writes them
+//! (tests/commands.rs); CI fails when what is committed there differs.
 
+use crate::commands::curves::{LabelsCurveEntry, LabelsCurveFile};
+use crate::commands::review::{FitState, Fitted, ReviewEntry, ReviewLabel, ReviewUpdate, ReviewView};
 use crate::commands::{
     CatalogueItem, DeriveRequest, EvalSetEntry, Example, ModelEntry, PullProgress, ResultEntry, RunRequest,
     ScoreOptions, ScoreProgress, SettingsView, TextIn,
@@ -11,6 +13,7 @@ use crate::commands::{
 use crate::state::Settings;
 use readout::analysis::derive::Derivation;
 use readout::formats::results::ResultFile;
+use readout::jobs::review::Report;
 use readout::jobs::run::Progress;
 use readout::jobs::score::TextResult;
 use readout::metrics::Comparison;
@@ -45,5 +48,17 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     SettingsView::export_all(cfg)?;
     CatalogueItem::export_all(cfg)?;
     PullProgress::export_all(cfg)?;
+    // Review: the person's labels against the judge.
+    ReviewView::export_all(cfg)?;
+    ReviewUpdate::export_all(cfg)?;
+    // (Flattened into the two above, so not written with them.)
+    ReviewLabel::export_all(cfg)?;
+    ReviewEntry::export_all(cfg)?;
+    Report::export_all(cfg)?;
+    FitState::export_all(cfg)?;
+    Fitted::export_all(cfg)?;
+    // The results folder's labels-curve files (how many labels a person needs).
+    LabelsCurveEntry::export_all(cfg)?;
+    LabelsCurveFile::export_all(cfg)?;
     Ok(())
 }

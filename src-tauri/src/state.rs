@@ -1,12 +1,14 @@
 //! What the app keeps between commands: settings (persisted as JSON), the loaded model, the
 //! cancel flags of the running evaluation and of the download from the hub, the last result,
-//! and where the hub and its cache are.
+//! the review open (a person checking the judge on their own labels), and where the hub and its
+//! cache are.
 
 use readout::engine::device::DeviceRequest;
 use readout::engine::template::TemplateSource;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
 use readout::formats::results::ResultFile;
 use readout::hub::HubOptions;
+use readout::jobs::review::Review;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +92,20 @@ pub struct AppState {
     /// Paths a save dialog returned since the app started: with the results folder, the only
     /// places the shell writes a file the page names (`AppState::check_writable`).
     pub picked: Mutex<std::collections::HashSet<PathBuf>>,
+    /// The review open, if any: its labels file is rewritten at every label.
+    pub review: Mutex<Option<OpenReview>>,
+}
+
+/// A review the app holds open: the library's review (answers, texts, labels) and what the window
+/// names it by.
+#[derive(Debug)]
+pub struct OpenReview {
+    /// The folder it lives in: one of `reviews/` in the app's data folder, or the folder of an
+    /// answers file opened from a dialog.
+    pub dir: PathBuf,
+    /// The rubric's name.
+    pub name: String,
+    pub review: Review,
 }
 
 impl AppState {
@@ -110,7 +126,19 @@ impl AppState {
             hub: HubOptions::from_vars(&|name| std::env::var(name).ok(), home_dir()),
             last_result: Mutex::new(None),
             picked: Mutex::new(Default::default()),
+            review: Mutex::new(None),
         }
+    }
+
+    /// Where the app keeps its review folders (`reviews/<UTC time>-<rubric name>/`).
+    pub fn reviews_dir(&self) -> PathBuf {
+        self.data_dir.join("reviews")
+    }
+
+    /// Whether `path` is a path a file dialog returned since the app started: the shell writes a
+    /// review's labels beside an answers file only when the person chose that file.
+    pub fn was_picked(&self, path: &Path) -> bool {
+        self.picked.lock().map(|p| p.contains(path)).unwrap_or(false)
     }
 
     /// The same state with the hub and its cache given (tests: a hub on loopback).
@@ -129,7 +157,7 @@ impl AppState {
     /// started, or a file inside the results folder. A page (or a script that got into it) can
     /// name any path; the shell writes only where the user pointed it.
     pub fn check_writable(&self, path: &Path) -> Result<(), String> {
-        if self.picked.lock().map(|p| p.contains(path)).unwrap_or(false) {
+        if self.was_picked(path) {
             return Ok(());
         }
         let bench = self.settings().bench_dir;
@@ -209,7 +237,7 @@ impl AppState {
 pub fn load_error(e: readout::Error) -> String {
     match e {
         readout::Error::NoChatTemplate { path, detail, names } => format!(
-            "{}: {detail}. Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of {names} (llama.cpp's names), or a Jinja file.",
+            "{}: {detail}. Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of {names} (llama.cpp's names), or a Jinja file.",
             path.display()
         ),
         e => e.to_string(),

@@ -48,18 +48,33 @@ fn app_with(adjust: impl FnOnce(AppState) -> AppState) -> App {
             ..Default::default()
         })
         .unwrap();
-    let state = adjust(state);
+    let (app, webview) = mock_app(dir.path(), adjust(state));
+    App { _dir: dir, _app: app, webview, bench }
+}
+
+/// A mock app over `state`, its webview keeping its data in `dir` too (not in the user's app
+/// data folder).
+fn mock_app(
+    dir: &std::path::Path,
+    state: AppState,
+) -> (tauri::App<tauri::test::MockRuntime>, WebviewWindow<tauri::test::MockRuntime>) {
     let app = mock_builder()
         .manage(state)
         .invoke_handler(readout_app_lib::commands::handler())
         .build(tauri::generate_context!("tauri.conf.json"))
         .unwrap();
-    // The webview keeps its data in the test's folder too, not in the user's app data folder.
     let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-        .data_directory(dir.path().join("webview"))
+        .data_directory(dir.join("webview"))
         .build()
         .unwrap();
-    App { _dir: dir, _app: app, webview, bench }
+    (app, webview)
+}
+
+/// The app started again on the settings and data folder of `app`, as after a restart: a new
+/// state, nothing held over but what is on disk.
+fn restart(app: &App) -> (tauri::App<tauri::test::MockRuntime>, WebviewWindow<tauri::test::MockRuntime>) {
+    let dir = app._dir.path();
+    mock_app(dir, AppState::new(dir.join("config").join("settings.json"), dir.join("data")))
 }
 
 fn candle_core_dtype() -> candle_core::quantized::GgmlDType {
@@ -303,6 +318,10 @@ fn evaluate_save_list_load_and_compare() {
     call(&app, "save_result", json!({"path": second})).unwrap();
     let list = call(&app, "list_results", json!({})).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 3, "the first save, its copy, and second.json");
+    // Each run names its model as the Models page does (tiny.gguf: "Tiny"), not by the GGUF's
+    // own `general.name`.
+    assert_eq!(a["model"]["name"], "Tiny");
+    assert!(list.as_array().unwrap().iter().all(|e| e["model"] == "Tiny"), "{list}");
     let loaded = call(&app, "load_result", json!({"file": saved})).unwrap();
     assert_eq!(loaded["schema"], "readout.result");
     let cmp = call(&app, "compare_results", json!({"a": saved, "b": second})).unwrap();
@@ -559,6 +578,512 @@ fn a_bundled_set_that_cannot_be_written_is_listed_with_why() {
     assert!(message.contains("data"), "{message}");
 }
 
+// ── Review: a person checks the judge on their own labels ───────────────────────────────────
+
+/// The example texts (examples/support-tickets.csv), as the Score page sends them.
+fn example_texts() -> Vec<Value> {
+    let path = repo().join("examples/support-tickets.csv");
+    let f = std::fs::File::open(&path).unwrap();
+    let texts = readout::formats::texts::read_texts(f, &path, readout::formats::texts::TextsFormat::Csv).unwrap();
+    texts.into_iter().map(|t| json!({"id": t.id, "text": t.text})).collect()
+}
+
+/// The default model's answers to the example texts, committed (`readout score --rubric
+/// examples/support-ticket.rubric.json --texts examples/support-tickets.csv --out …`), so the
+/// browser mock's review fixture does not move with the floating point of the machine that
+/// writes it; `the_committed_answers_are_the_default_models` checks them against a live score.
+fn committed_answers() -> Vec<Value> {
+    let text = std::fs::read_to_string(repo().join("src-tauri/tests/data/support-tickets.answers.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The example texts scored by the default model through `score_texts`, once for every test.
+fn scored_example() -> &'static Value {
+    static SCORED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCORED.get_or_init(|| {
+        let app = app();
+        call(
+            &app,
+            "score_texts",
+            json!({"onProgress": "__CHANNEL__:50", "rubric": rubric(), "texts": example_texts(), "model": default_model()}),
+        )
+        .unwrap()
+    })
+}
+
+/// A person's own answers to the example texts (topic, refund requested, urgency; option indices
+/// in the rubric's order), by text index: what the tests and the browser mock label with.
+const PERSON: [[usize; 3]; 20] = [
+    [0, 0, 1], // T-101 charged twice, refund
+    [1, 1, 1], // T-102 the app crashes
+    [2, 1, 0], // T-103 change the email address
+    [0, 0, 1], // T-104 a plan never signed up for, credit
+    [1, 1, 1], // T-105 export does nothing
+    [2, 1, 3], // T-106 locked out, demo in an hour
+    [3, 1, 0], // T-107 a discount for non-profits
+    [0, 0, 2], // T-108 billed after cancelling, money back
+    [1, 1, 0], // T-109 dark mode resets
+    [3, 1, 0], // T-110 thanks
+    [1, 1, 2], // T-111 payment page times out
+    [0, 1, 0], // T-112 monthly to yearly
+    [1, 1, 2], // T-113 uploads empty, release tomorrow
+    [0, 0, 1], // T-114 wrong currency, refund the fee
+    [3, 1, 0], // T-115 users on the basic plan
+    [1, 1, 1], // T-116 wrong search results
+    [2, 1, 1], // T-117 delete my account
+    [0, 1, 1], // T-118 no receipt
+    [2, 1, 2], // T-119 late two-factor codes
+    [0, 1, 1], // T-120 overcharged, not sure
+];
+
+fn person(index: usize) -> Value {
+    json!(PERSON[index].iter().map(|&a| Some(a)).collect::<Vec<_>>())
+}
+
+fn indices(view: &Value) -> Vec<usize> {
+    view["queue"].as_array().unwrap().iter().map(|q| q["index"].as_u64().unwrap() as usize).collect()
+}
+
+#[test]
+fn the_committed_answers_are_the_default_models() {
+    let live = scored_example().as_array().unwrap();
+    let kept = committed_answers();
+    assert_eq!(live.len(), kept.len());
+    for (a, b) in live.iter().zip(&kept) {
+        for (ca, cb) in a["criteria"].as_array().unwrap().iter().zip(b["criteria"].as_array().unwrap()) {
+            // The CPU's kernels sum in another order on another instruction set (AVX-512 and AMX
+            // here, AVX2 elsewhere): probabilities move by about 1e-3 between machines, so an
+            // answer is held to the committed one only where it is not a near tie.
+            if cb["margin"].as_f64().unwrap() > 0.01 {
+                assert_eq!(
+                    ca["chosen"], cb["chosen"],
+                    "text {}: run `readout score … --out` again ({})",
+                    a["index"], ca
+                );
+            }
+            for (oa, ob) in ca["options"].as_array().unwrap().iter().zip(cb["options"].as_array().unwrap()) {
+                let (pa, pb) = (oa["probability"].as_f64().unwrap(), ob["probability"].as_f64().unwrap());
+                assert!((pa - pb).abs() < 5e-3, "text {} {}: {pa} vs {pb}", a["index"], ca["criterion"]);
+            }
+        }
+    }
+}
+
+/// Score the example, start a review, label the five least sure texts, close the app: after a
+/// restart the review is listed and opens with its five labels; one is undone, and the report is
+/// the library's on the labels file.
+#[test]
+fn a_review_keeps_its_labels_across_a_restart_and_undoes_one() {
+    use readout::formats::labels::{Draw, Labels};
+    use readout::jobs::review::{order, report, ReportOptions};
+    use readout::jobs::score::TextResult;
+    let app = app();
+    let results = scored_example();
+    assert_eq!(call(&app, "review_list", json!({})).unwrap(), json!([]));
+    let view =
+        call(&app, "review_start", json!({"rubric": rubric(), "texts": example_texts(), "results": results})).unwrap();
+    // The library's order: least sure likeliest first, from the draw's seed.
+    let typed: Vec<TextResult> = serde_json::from_value(results.clone()).unwrap();
+    let queue: Vec<usize> = order(&typed, &Draw::default()).iter().map(|q| q.index).collect();
+    assert_eq!(indices(&view), queue);
+    assert_eq!(view["counts"], json!({"texts": 20, "labelled": 0, "skipped": 0}));
+    assert_eq!(view["name"], "support-ticket");
+    let names: Vec<&str> = view["criteria"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["topic", "refund_requested", "urgency"]);
+    assert_eq!(view["criteria"][2]["type"], "score");
+    assert_eq!(
+        view["criteria"][0]["options"][0],
+        json!({"id": "billing", "description": "Payments, charges, invoices or refunds"})
+    );
+    let first = &view["queue"][0];
+    assert_eq!(first["judge"], results[queue[0]]["criteria"], "the judge's answers as score_texts gave them");
+    assert_eq!(first["text"], example_texts()[queue[0]]["text"]);
+    assert!(first["uncertainty"].as_f64().unwrap() > 0.0);
+    assert!(view["queue"].as_array().unwrap().iter().all(|q| q["labels"].is_null() && q["skipped"] == false));
+    let dir = std::path::PathBuf::from(view["dir"].as_str().unwrap());
+    assert_eq!(dir.parent().unwrap(), app._dir.path().join("data").join("reviews"));
+    assert!(dir.file_name().unwrap().to_string_lossy().ends_with("Z-support-ticket"), "{}", dir.display());
+    let labels_file = std::path::PathBuf::from(view["labels_file"].as_str().unwrap());
+    assert_eq!(labels_file, dir.join("answers.labels.jsonl"));
+
+    // The five least sure texts, each written to the labels file at once.
+    for (k, &i) in queue.iter().take(5).enumerate() {
+        let u = call(&app, "review_label", json!({"index": i, "answers": person(i), "skipped": false})).unwrap();
+        assert_eq!(
+            (u["index"].as_u64(), &u["labels"], u["skipped"].as_bool()),
+            (Some(i as u64), &person(i), Some(false))
+        );
+        assert_eq!(u["counts"]["labelled"], k + 1);
+        assert_eq!(std::fs::read_to_string(&labels_file).unwrap().lines().count(), k + 1);
+    }
+
+    // A restart: a new state on the same folders.
+    let (_second, webview) = restart(&app);
+    let list = call_on(&webview, "review_list", json!({})).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(
+        (list[0]["name"].as_str(), list[0]["texts"].as_u64(), list[0]["labelled"].as_u64()),
+        (Some("support-ticket"), Some(20), Some(5))
+    );
+    assert_eq!(list[0]["dir"], view["dir"]);
+    assert!(list[0]["created"].as_str().unwrap().ends_with('Z') && list[0].get("error").is_none(), "{list}");
+    let err =
+        call_on(&webview, "review_label", json!({"index": 0, "answers": person(0), "skipped": false})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("no review is open"), "{err}");
+    let reopened = call_on(&webview, "review_open", json!({"dir": list[0]["dir"]})).unwrap();
+    assert_eq!(indices(&reopened), queue, "the same order after a restart");
+    assert_eq!(reopened["counts"], json!({"texts": 20, "labelled": 5, "skipped": 0}));
+    for q in reopened["queue"].as_array().unwrap() {
+        let i = q["index"].as_u64().unwrap() as usize;
+        let want = if queue[..5].contains(&i) { person(i) } else { Value::Null };
+        assert_eq!(q["labels"], want, "text {i}");
+    }
+
+    // Undo the fifth; skip the sixth.
+    let u = call_on(&webview, "review_undo", json!({"index": queue[4]})).unwrap();
+    assert_eq!((u["labels"].is_null(), u["counts"]["labelled"].as_u64()), (true, Some(4)), "{u}");
+    let u =
+        call_on(&webview, "review_label", json!({"index": queue[5], "answers": [null, null, null], "skipped": true}))
+            .unwrap();
+    assert_eq!(u["counts"], json!({"texts": 20, "labelled": 4, "skipped": 1}));
+    assert_eq!(std::fs::read_to_string(&labels_file).unwrap().lines().count(), 5);
+
+    // The report: the library's, on the labels file as written.
+    let got = call_on(&webview, "review_report", json!({"targetHalfWidth": 0.05})).unwrap();
+    let opts = ReportOptions { target_half_width: 0.05, ..ReportOptions::default() };
+    let want = report(&typed, &Labels::read(&labels_file).unwrap(), &opts).unwrap();
+    assert_eq!(got, serde_json::to_value(&want).unwrap());
+    assert_eq!(
+        (got["labelled"].as_u64(), got["skipped"].as_u64(), got["texts"].as_u64()),
+        (Some(4), Some(1), Some(20))
+    );
+    for (ci, c) in got["criteria"].as_array().unwrap().iter().enumerate() {
+        let same = queue[..4]
+            .iter()
+            .filter(|&&i| {
+                let r = &results[i]["criteria"][ci];
+                r["chosen"] == r["options"][PERSON[i][ci]]["id"]
+            })
+            .count();
+        assert_eq!(c["agreement"]["n"], 4, "{c}");
+        let raw = c["agreement"]["raw"]["value"].as_f64().unwrap();
+        assert!((raw - same as f64 / 4.0).abs() < 1e-12, "{}: {raw} vs {same} of 4", c["criterion"]);
+        assert_eq!(c["rates"].as_array().unwrap().len(), view["criteria"][ci]["options"].as_array().unwrap().len());
+        assert!(c["rates"][0]["corrected"]["share"].is_number(), "{c}");
+    }
+
+    // Errors are the library's (or the shell's) messages; nothing changes.
+    let bad = |cmd: &str, body: Value| call_on(&webview, cmd, body).unwrap_err().as_str().unwrap().to_string();
+    let e = bad("review_label", json!({"index": queue[6], "answers": [0, 0], "skipped": false}));
+    assert!(e.contains("2 answers given for 3 criteria"), "{e}");
+    let e = bad("review_label", json!({"index": queue[6], "answers": [9, 0, 0], "skipped": false}));
+    assert!(e.contains("criterion `topic` has 4 options"), "{e}");
+    let e = bad("review_label", json!({"index": 20, "answers": [0, 0, 0], "skipped": false}));
+    assert!(e.contains("there is no text 20"), "{e}");
+    let e = bad("review_report", json!({"targetHalfWidth": 0}));
+    assert!(e.contains("between 0 and 1"), "{e}");
+    let e = bad("review_open", json!({"dir": app.bench}));
+    assert!(e.contains("not one of the app's review folders"), "{e}");
+    assert_eq!(std::fs::read_to_string(&labels_file).unwrap().lines().count(), 5);
+
+    // A second restart finds the undo and the skip.
+    let (_third, webview) = restart(&app);
+    let again = call_on(&webview, "review_open", json!({"dir": view["dir"]})).unwrap();
+    assert_eq!(again["counts"], json!({"texts": 20, "labelled": 4, "skipped": 1}));
+    assert_eq!(again["queue"][5]["skipped"], true);
+}
+
+/// An answers file `readout score --out` wrote, with the texts and the rubric it was scored from:
+/// opened when chosen in a dialog, its labels written beside it; a bad line is refused by number.
+#[test]
+fn an_answers_file_opens_with_its_texts_and_a_bad_one_is_refused_by_its_line() {
+    use tauri::Manager;
+    let app = app();
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("tickets.jsonl");
+    // As `--out` writes it: in the order the texts finished, not the texts' order.
+    let mut lines: Vec<String> = scored_example().as_array().unwrap().iter().map(|r| r.to_string()).collect();
+    lines.reverse();
+    std::fs::write(&answers, lines.join("\n") + "\n").unwrap();
+    let texts = repo().join("examples/support-tickets.csv");
+    let rubric_file = repo().join("examples/support-ticket.rubric.json");
+    let open = |answers: &std::path::Path, texts: &std::path::Path| {
+        call(&app, "review_open_answers", json!({"answers": answers, "texts": texts, "rubric": rubric_file}))
+    };
+    let e = open(&answers, &texts).unwrap_err();
+    assert!(e.as_str().unwrap().contains("you chose with Open answers file"), "{e}");
+    let state = app._app.state::<AppState>();
+    state.allow(&answers);
+    let view = open(&answers, &texts).unwrap();
+    assert_eq!(view["counts"], json!({"texts": 20, "labelled": 0, "skipped": 0}));
+    assert_eq!(view["dir"], json!(dir.path()));
+    assert_eq!(view["labels_file"], json!(dir.path().join("tickets.labels.jsonl")));
+    assert_eq!(view["queue"][0]["id"], example_texts()[view["queue"][0]["index"].as_u64().unwrap() as usize]["id"]);
+    let i = view["queue"][0]["index"].as_u64().unwrap() as usize;
+    call(&app, "review_label", json!({"index": i, "answers": person(i), "skipped": false})).unwrap();
+    let again = open(&answers, &texts).unwrap();
+    assert_eq!(again["counts"]["labelled"], 1, "the labels beside the answers are read");
+
+    // A line that is not an answer: refused with its line.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, format!("{}\n{{\"index\": 1, \"criteria\": \n", lines[0])).unwrap();
+    state.allow(&bad);
+    let e = open(&bad, &texts).unwrap_err();
+    let e = e.as_str().unwrap();
+    assert!(e.starts_with(&format!("{}:2:", bad.display())), "{e}");
+    // Texts that are not the ones scored.
+    let three = dir.path().join("three.csv");
+    let csv = std::fs::read_to_string(&texts).unwrap();
+    std::fs::write(&three, csv.lines().take(4).collect::<Vec<_>>().join("\n")).unwrap();
+    let e = open(&answers, &three).unwrap_err();
+    assert!(e.as_str().unwrap().contains("holds 3 texts but"), "{e}");
+    // Rubric and texts of another job: refused by the library, and the review open stays.
+    let u = call(&app, "review_undo", json!({"index": i})).unwrap();
+    assert_eq!(u["counts"]["labelled"], 0);
+}
+
+/// `review_start` refuses what the library refuses, and leaves no empty folder behind.
+#[test]
+fn a_review_of_answers_that_do_not_fit_their_texts_is_refused() {
+    let app = app();
+    let results = scored_example().as_array().unwrap().clone();
+    let e = call(&app, "review_start", json!({"rubric": rubric(), "texts": example_texts()[..3], "results": results}))
+        .unwrap_err();
+    assert!(e.as_str().unwrap().contains("3 texts but 20 answers"), "{e}");
+    let e = call(
+        &app,
+        "review_start",
+        json!({"rubric": {"name": "empty", "questions": {}}, "texts": example_texts(), "results": results}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("questions"), "{e}");
+    assert_eq!(call(&app, "review_list", json!({})).unwrap(), json!([]));
+}
+
+// ── Fit the judge to the person's labels ────────────────────────────────────────────────────
+
+/// The default model's run on the person's labels of every example text (`review_fit` on a review
+/// of the committed answers labelled with `PERSON`), committed, so that the browser mock's fit
+/// does not move with the floating point of the machine that writes the fixtures;
+/// `a_fit_on_the_labels_runs_the_judge_and_writes_a_calibration_beside_them` checks it against a
+/// live fit (and writes it when it is missing).
+fn committed_fit_run() -> std::path::PathBuf {
+    repo().join("src-tauri/tests/data/support-tickets.labels.result.json")
+}
+
+/// A review of the committed answers, started in `app`, with the person's answers to the first
+/// `n` texts of its queue (three answers each); returns its view as started.
+fn labelled_review(app: &App, n: usize) -> Value {
+    let view = call(
+        app,
+        "review_start",
+        json!({"rubric": rubric(), "texts": example_texts(), "results": committed_answers()}),
+    )
+    .unwrap();
+    for &i in indices(&view).iter().take(n) {
+        call(app, "review_label", json!({"index": i, "answers": person(i), "skipped": false})).unwrap();
+    }
+    view
+}
+
+#[test]
+fn a_fit_on_too_few_labels_is_refused_with_how_many_more_before_the_model_loads() {
+    let app = app();
+    let err = call(&app, "review_fit_state", json!({})).unwrap_err();
+    assert!(err.as_str().unwrap().contains("no review is open"), "{err}");
+    labelled_review(&app, 5);
+    let s = call(&app, "review_fit_state", json!({})).unwrap();
+    // 15 answers; the judge (the committed answers) against the person's: as the report counts.
+    let r = &s["readiness"];
+    assert_eq!(
+        (r["answers"].as_u64(), r["texts"].as_u64(), r["ready"].as_bool()),
+        (Some(15), Some(5), Some(false)),
+        "{s}"
+    );
+    assert_eq!(r["more_answers"], 35);
+    assert_eq!(r["wrong"].as_u64().unwrap() + r["right"].as_u64().unwrap(), 15);
+    assert!(s.get("fitted").is_none(), "{s}");
+    // A model that does not exist: refused for the labels first, so no model is loaded.
+    let e = call(
+        &app,
+        "review_fit",
+        json!({"model": "/nowhere/model.gguf", "debias": "none", "onProgress": "__CHANNEL__:60"}),
+    )
+    .unwrap_err();
+    let e = e.as_str().unwrap();
+    assert!(e.contains("at least 50 of your answers") && e.contains("label at least 35 more"), "{e}");
+}
+
+#[test]
+fn a_fit_on_the_labels_runs_the_judge_and_writes_a_calibration_beside_them() {
+    use readout::analysis::calibrate;
+    use readout::formats::calibration::CalibrationFile;
+    use readout::formats::results::ResultFile;
+    let app = app();
+    let view = labelled_review(&app, 20);
+    let labels_file = std::path::PathBuf::from(view["labels_file"].as_str().unwrap());
+    let s = call(&app, "review_fit_state", json!({})).unwrap();
+    assert_eq!(s["readiness"]["answers"], 60, "{s}");
+    assert_eq!(s["readiness"]["ready"], true, "{s}");
+    // The Score page's judge: the default model, one option order.
+    let fitted =
+        call(&app, "review_fit", json!({"model": default_model(), "debias": "none", "onProgress": "__CHANNEL__:61"}))
+            .unwrap();
+    let (result_file, file) = calibrate::files_beside(&labels_file);
+    assert_eq!(fitted["file"], json!(file));
+    assert_eq!(fitted["result_file"], json!(result_file));
+    assert_eq!(file.file_name().unwrap(), "answers.labels.calibration.json");
+    // The run is the library's run of the labels file (an eval set): every answer a row.
+    let run = ResultFile::load(&result_file).unwrap();
+    assert_eq!((run.rows.len(), run.config.debias.as_str(), run.config.shots), (60, "none", 0));
+    assert_eq!(run.eval_set.name, "answers.labels");
+    assert_eq!(fitted["model_file"], json!(run.model.file));
+    // The calibration file is `readout calibrate`'s on that run (the same fit, folds and seed).
+    let (kept, _) = CalibrationFile::load(&file).unwrap();
+    let sha = readout::hash::sha256_file(&result_file).unwrap();
+    let want = calibrate::fit(&run, &result_file, &sha, calibrate::FOLDS, readout_app_lib::commands::review::FIT_SEED)
+        .unwrap();
+    assert_eq!(kept.fitted_on, want.fitted_on);
+    assert_eq!((kept.temperature, &kept.held_out), (want.temperature, &want.held_out));
+    assert_eq!(fitted["calibration"], serde_json::to_value(&kept).unwrap());
+    // The person's answers are the run's gold: its wrong rows are where the judge differs from them
+    // (33 in the review's answers; the run reads one near tie, T-109's topic, the other way).
+    let wrong = run.rows.iter().filter(|r| !r.correct).count();
+    assert!((30..=36).contains(&wrong), "{wrong}");
+    assert_eq!((kept.fitted_on.rows, kept.fitted_on.wrong), (60, wrong));
+    let state = call(&app, "review_fit_state", json!({})).unwrap();
+    assert_eq!(state["fitted"], fitted, "the fit is read back from beside the labels");
+
+    // The committed run (the mock's fit) is this run, to the floating point of another machine.
+    let committed = committed_fit_run();
+    if !committed.exists() {
+        std::fs::copy(&result_file, &committed).unwrap();
+        eprintln!("wrote {}: commit it", committed.display());
+    }
+    // (A near tie, T-109's topic, may read either way on another machine: the probabilities are
+    // compared, not the answers.)
+    let kept_run = ResultFile::load(&committed).unwrap();
+    assert_eq!(kept_run.rows.len(), run.rows.len());
+    for (a, b) in run.rows.iter().zip(&kept_run.rows) {
+        assert_eq!((&a.id, a.gold), (&b.id, b.gold));
+        for (pa, pb) in a.probs.iter().flatten().zip(b.probs.iter().flatten()) {
+            assert!((pa - pb).abs() < 1e-3, "{}: {pa} vs {pb}; write {} again", a.id, committed.display());
+        }
+    }
+
+    // "Use it when scoring": the Score page scores with it, its temperature applied.
+    let score = |options: Value| {
+        call(
+            &app,
+            "score_texts",
+            json!({"onProgress": "__CHANNEL__:62", "rubric": rubric(), "texts": [{"text": "Refund me, I paid twice."}],
+                   "debias": "none", "model": default_model(), "options": options}),
+        )
+        .unwrap()
+    };
+    let plain = criteria_of(&score(json!({})));
+    let calibrated = criteria_of(&score(json!({"calibration": file})));
+    for (a, b) in plain.iter().zip(&calibrated) {
+        let probs = |c: &Value| -> Vec<f64> {
+            c["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect()
+        };
+        let want = readout::formats::calibration::apply_temperature(&probs(a), kept.temperature);
+        for (got, want) in probs(b).iter().zip(&want) {
+            assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        }
+    }
+    // Another option order than the fit's: the library's refusal.
+    let e = call(
+        &app,
+        "review_fit",
+        json!({"model": default_model(), "debias": "sideways", "onProgress": "__CHANNEL__:63"}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("sideways"), "{e}");
+}
+
+// ── Results: agreement with gold, and the labels-curve files ────────────────────────────────
+
+/// The committed labels-curve file (`readout bench labels` on the real judge's authored144 run).
+const LABELS_CURVE: &str = "labels-curve-authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json";
+
+#[test]
+fn a_result_written_before_agreement_gets_it_from_its_rows() {
+    let app = app();
+    let file = repo().join("bench/results/authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json");
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let r = call(&app, "load_result", json!({"file": file})).unwrap();
+    let list = r["metrics"]["agreement"].as_array().unwrap();
+    // authored144's three option sets, 48 rows each; what `readout run` records now.
+    assert_eq!(list.len(), 3, "{list:?}");
+    let typed = readout::formats::results::ResultFile::load(&file).unwrap();
+    let want = readout::metrics::agreement_by_criterion(
+        &typed.scored_rows(),
+        None,
+        typed.config.bootstrap_resamples,
+        typed.config.bootstrap_seed,
+    );
+    assert_eq!(r["metrics"]["agreement"], serde_json::to_value(&want).unwrap());
+    for c in list {
+        assert_eq!(c["agreement"]["n"], 48);
+        let raw_agreement = c["agreement"]["raw"]["value"].as_f64().unwrap();
+        let rows: Vec<&Value> = raw["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|row| {
+                let mut ids: Vec<String> =
+                    row["option_ids"].as_array().unwrap().iter().map(|o| o.as_str().unwrap().to_string()).collect();
+                ids.sort();
+                ids == c["option_ids"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect::<Vec<_>>()
+            })
+            .collect();
+        let right = rows.iter().filter(|row| row["correct"] == true).count();
+        assert!((raw_agreement - right as f64 / 48.0).abs() < 1e-12, "{c}");
+    }
+    // Nothing else moved (the model's name is the one Readout gives it, not the GGUF's own).
+    for key in ["rows", "config", "eval_set"] {
+        assert_eq!(r[key], raw[key], "{key}");
+    }
+    assert_eq!(raw["model"]["name"], "Qwen2.5 Coder 1.5B Instruct GGUF");
+    assert_eq!(r["model"]["name"], "Qwen2.5 Coder 1.5B Instruct (Q4_K_M)");
+    assert_eq!(r["model"]["quantisation"], raw["model"]["quantisation"]);
+}
+
+#[test]
+fn labels_curve_files_are_listed_apart_from_the_runs_and_read() {
+    let app = app();
+    // The results folder holds a run and a labels-curve file.
+    call(&app, "run_eval", json!({"request": {"evalSet": app.bench.parent().unwrap().join("evalsets/small.jsonl"), "limit": 2}, "onProgress": "__CHANNEL__:64"}))
+        .unwrap();
+    call(&app, "save_result", json!({})).unwrap();
+    std::fs::copy(repo().join("bench/results").join(LABELS_CURVE), app.bench.join(LABELS_CURVE)).unwrap();
+    let runs = call(&app, "list_results", json!({})).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "the runs only: {runs}");
+    let curves = call(&app, "list_labels_curves", json!({})).unwrap();
+    assert_eq!(curves.as_array().unwrap().len(), 1, "{curves}");
+    let c = &curves[0];
+    assert_eq!(c["file"], json!(app.bench.join(LABELS_CURVE)));
+    assert_eq!(
+        (c["eval_set"].as_str(), c["option"].as_str(), c["texts"].as_u64()),
+        (Some("authored144"), Some("insufficient"), Some(144))
+    );
+    let f = call(&app, "load_labels_curve", json!({"file": c["file"]})).unwrap();
+    assert_eq!(f["schema"], "readout.bench.labels-curve");
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(app.bench.join(LABELS_CURVE)).unwrap()).unwrap();
+    assert_eq!(f["curve"], raw["curve"], "the library's curve as written");
+    let by: Vec<&str> = f["curve"]["curves"].as_array().unwrap().iter().map(|c| c["by"].as_str().unwrap()).collect();
+    assert_eq!(by, ["uniform", "uncertainty"]);
+    // A result file is not a labels curve, and says so.
+    let run = runs[0]["file"].clone();
+    let e = call(&app, "load_labels_curve", json!({"file": run})).unwrap_err();
+    assert!(e.as_str().unwrap().contains("not a labels-curve file"), "{e}");
+    let newer = app.bench.join("labels-curve-newer.json");
+    std::fs::write(&newer, raw.to_string().replace("\"schema_version\":1", "\"schema_version\":9")).unwrap();
+    let e = call(&app, "load_labels_curve", json!({"file": newer})).unwrap_err();
+    assert!(e.as_str().unwrap().contains("version 9"), "{e}");
+}
+
 // ── The UI's half of the contract ───────────────────────────────────────────────────────────
 // ui/src/gen/ (the TypeScript types of every command's arguments and answers, the library's
 // included) and ui/src/fixtures/ (what the browser mock serves: answers of the real commands and
@@ -605,6 +1130,131 @@ struct MockComparison {
     a: readout::debias::DebiasMode,
     b: readout::debias::DebiasMode,
     comparison: readout::metrics::Comparison,
+}
+
+/// What the browser mock serves for a review: the example texts (examples/support-tickets.csv)
+/// with the default model's committed answers to them, the view `review_start` gives, the
+/// person's answers, and the library's report after every answer of a person labelling the
+/// first texts of the queue in order (the mock answers `review_report` for those label states).
+#[derive(serde::Serialize, ts_rs::TS)]
+#[serde(rename_all = "camelCase")]
+struct MockReview {
+    texts: Vec<MockText>,
+    results: Vec<readout::jobs::score::TextResult>,
+    /// The person's answer per criterion, by text index (option indices, the rubric's order).
+    person: Vec<Vec<usize>>,
+    view: readout_app_lib::commands::review::ReviewView,
+    /// The share points the reports' `labels_for_target` aim at.
+    target_half_width: f64,
+    /// Texts labelled answer by answer in `steps` (then one step with every text labelled).
+    step_texts: usize,
+    steps: Vec<MockReviewStep>,
+    /// "Fit the judge to my labels" on every text labelled: the library's fit of the default
+    /// model (one option order) on its committed run (`committed_fit_run`), as `review_fit`
+    /// gives it, its paths in the review's folder.
+    fitted: readout_app_lib::commands::review::Fitted,
+}
+
+#[derive(serde::Serialize, serde::Deserialize, ts_rs::TS)]
+struct MockText {
+    id: Option<String>,
+    text: String,
+}
+
+/// The labels file at one moment (by text index), the library's report on it, how far it is from
+/// a fit (`review_fit_state`) and, when too far, `review_fit`'s refusal.
+#[derive(serde::Serialize, ts_rs::TS)]
+struct MockReviewStep {
+    labels: Vec<readout::formats::labels::Labelled>,
+    report: readout::jobs::review::Report,
+    readiness: readout::analysis::calibrate::Readiness,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<String>,
+}
+
+/// Texts the mock's recorded person labels, in the queue's order (three answers each).
+const MOCK_REVIEW_TEXTS: usize = 6;
+
+/// The view's paths as they would be on a person's machine (the test's are temporary).
+const MOCK_REVIEW_DIR: &str = "/home/me/.local/share/dev.readout.desktop/reviews/2025-06-02T09-30-00Z-support-ticket";
+
+fn mock_review() -> MockReview {
+    use readout_app_lib::commands::review::ReviewView;
+    let app = app();
+    let results = committed_answers();
+    let texts = example_texts();
+    let start = call(&app, "review_start", json!({"rubric": rubric(), "texts": texts, "results": results})).unwrap();
+    let labels_file = std::path::PathBuf::from(start["labels_file"].as_str().unwrap());
+    let step = || {
+        let mut labels = readout::formats::labels::Labels::read(&labels_file).unwrap().texts;
+        labels.sort_by_key(|t| t.index);
+        let report =
+            serde_json::from_value(call(&app, "review_report", json!({"targetHalfWidth": 0.05})).unwrap()).unwrap();
+        let state = call(&app, "review_fit_state", json!({})).unwrap();
+        let readiness: readout::analysis::calibrate::Readiness =
+            serde_json::from_value(state["readiness"].clone()).unwrap();
+        // Refused before a model loads (fewer answers than a fit needs); not tried when ready.
+        let refusal = (!readiness.ready).then(|| {
+            let e = call(&app, "review_fit", json!({"debias": "none", "onProgress": "__CHANNEL__:70"})).unwrap_err();
+            e.as_str().unwrap().to_string()
+        });
+        MockReviewStep { labels, report, readiness, refusal }
+    };
+    let mut steps = vec![step()];
+    let queue = indices(&start);
+    for &i in queue.iter().take(MOCK_REVIEW_TEXTS) {
+        for c in 0..3 {
+            let answers: Vec<Option<usize>> = (0..3).map(|k| (k <= c).then_some(PERSON[i][k])).collect();
+            call(&app, "review_label", json!({"index": i, "answers": answers, "skipped": false})).unwrap();
+            steps.push(step());
+        }
+    }
+    // Then every text: enough for a fit.
+    for &i in queue.iter().skip(MOCK_REVIEW_TEXTS) {
+        call(&app, "review_label", json!({"index": i, "answers": person(i), "skipped": false})).unwrap();
+    }
+    steps.push(step());
+    assert!(steps.last().unwrap().readiness.ready);
+    let dir = std::path::PathBuf::from(MOCK_REVIEW_DIR);
+    let view = ReviewView {
+        answers_file: dir.join("answers.jsonl"),
+        labels_file: dir.join("answers.labels.jsonl"),
+        dir,
+        ..serde_json::from_value(start).unwrap()
+    };
+    MockReview {
+        texts: texts.iter().map(|t| serde_json::from_value(t.clone()).unwrap()).collect(),
+        results: results.iter().map(|r| serde_json::from_value(r.clone()).unwrap()).collect(),
+        person: PERSON.iter().map(|p| p.to_vec()).collect(),
+        fitted: mock_fitted(&view.labels_file),
+        view,
+        target_half_width: 0.05,
+        step_texts: MOCK_REVIEW_TEXTS,
+        steps,
+    }
+}
+
+/// The fit `review_fit` gives on every example text labelled, made by the library from the
+/// committed run (so the fixture is the same on every machine), its files beside `labels_file`
+/// and its time a fixed one.
+fn mock_fitted(labels_file: &std::path::Path) -> readout_app_lib::commands::review::Fitted {
+    use readout::analysis::calibrate;
+    let path = committed_fit_run();
+    let run = readout::formats::results::ResultFile::load(&path).unwrap();
+    let sha256 = readout::hash::sha256_file(&path).unwrap();
+    let (result_file, file) = calibrate::files_beside(labels_file);
+    let mut calibration =
+        calibrate::fit(&run, &result_file, &sha256, calibrate::FOLDS, readout_app_lib::commands::review::FIT_SEED)
+            .unwrap();
+    calibration.created = "2025-06-02T09:41:00Z".into();
+    readout_app_lib::commands::review::Fitted {
+        at_range_edge: readout::formats::calibration::at_range_edge(calibration.temperature),
+        model_file: run.model.file,
+        file,
+        result_file,
+        calibration,
+    }
 }
 
 /// The bundled result files the mock serves (under bench/results), by debias mode: the default
@@ -655,6 +1305,7 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
     let cfg = readout_app_lib::contract::config(out.path());
     readout_app_lib::contract::export(&cfg).unwrap();
     MockFixtures::export_all(&cfg).unwrap();
+    MockReview::export_all(&cfg).unwrap();
     let mut gen = BTreeMap::new();
     for e in std::fs::read_dir(out.path()).unwrap().flatten() {
         gen.insert(e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).unwrap());
@@ -678,27 +1329,28 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
         fixtures.insert(base, pretty(&call(&app, "load_result", json!({"file": file})).unwrap()));
         runs.push((debias, file));
     }
+    // Named and described as the shell names them (the library's `models::name_of` and
+    // `models::about`), with the sizes of the real files (the catalogue's for Qwen3 4B; parameters
+    // × 2 bytes for the BF16 directory) and the licences they state.
     let models: Vec<ModelEntry> = [
-        ("SmolLM2-135M-Instruct", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1", "smollm2-135m"),
-        ("Qwen3-0.6B", "/home/me/models/Qwen3-0.6B", "BF16", "qwen3-0.6b"),
-        ("Qwen3-4B Q4_K_M", "/home/me/models/Qwen3-4B-Q4_K_M.gguf", "Q4_K", "qwen3-4b"),
+        ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1", "smollm2-135m", 98_362_432, Some("apache-2.0"), true),
+        ("/home/me/models/Qwen3-0.6B", "BF16", "qwen3-0.6b", 0, None, true),
+        ("/home/me/models/Qwen3-4B-Q4_K_M.gguf", "Q4_K_M", "qwen3-4b", 2_497_280_256, None, true),
+        // A base model: no chat template of its own.
+        ("/home/me/models/gemma-3-270m-q4_k_m.gguf", "Q4_K_M", "gemma3-270m", 253_113_024, Some("gemma"), false),
     ]
     .into_iter()
-    .map(|(_, path, quant, shape)| {
-        // Named as the shell names them (the catalogue's name, else the file's).
-        let name = readout::models::name_of(std::path::Path::new(path));
-        ModelEntry::new(name, path.into(), quant.into(), shape_config(shape).unwrap())
+    .map(|(path, quant, shape, size_bytes, licence, has_chat_template)| {
+        let path = std::path::Path::new(path);
+        let about = readout::models::about(path, licence);
+        let config = shape_config(shape).unwrap();
+        ModelEntry {
+            size_bytes: if size_bytes > 0 { size_bytes } else { 2 * config.parameter_count() },
+            licence: about.licence,
+            has_chat_template,
+            ..ModelEntry::new(readout::models::name_of(path), path.into(), quant.into(), config)
+        }
     })
-    .chain(std::iter::once(ModelEntry {
-        // A base model: no chat template of its own.
-        has_chat_template: false,
-        ..ModelEntry::new(
-            "gemma3-270m".into(),
-            "/home/me/models/gemma-3-270m-q4_k_m.gguf".into(),
-            "Q4_K".into(),
-            shape_config("gemma3-270m").unwrap(),
-        )
-    }))
     .collect();
     let mut derivations = Vec::new();
     for m in &models {
@@ -744,6 +1396,12 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
         answers_csv_header,
     };
     fixtures.insert("mock.json".to_string(), pretty(&mock));
+    fixtures.insert("review.json".to_string(), pretty(&mock_review()));
+    let curve = repo().join("bench/results").join(LABELS_CURVE);
+    fixtures.insert(
+        "labels-curve.json".to_string(),
+        pretty(&call(&app, "load_labels_curve", json!({"file": curve})).unwrap()),
+    );
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }
 
@@ -869,7 +1527,7 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
         (Some(false), true),
         "{entry}"
     );
-    assert_eq!(entry["name"], "base-model");
+    assert_eq!(entry["name"], "Base Model");
     let names = call(&app, "chat_template_names", json!({})).unwrap();
     assert!(names.as_array().unwrap().iter().any(|n| n == "gemma"), "{names}");
     let score = |id: u32| {

@@ -257,11 +257,12 @@ fn run_prefill(a: PrefillArgs) -> Result<i32> {
 fn run_matmul(a: MatmulArgs) -> Result<i32> {
     let engine = a.model.load()?;
     let info = engine.info();
+    // The file's encoding as the library names it (`Q4_K_M` is mostly Q4_K).
     let dtype = match info.quantisation.as_str() {
         "Q4_0" => candle_core::quantized::GgmlDType::Q4_0,
         "Q8_0" => candle_core::quantized::GgmlDType::Q8_0,
-        "Q4K" => candle_core::quantized::GgmlDType::Q4K,
-        "Q6K" => candle_core::quantized::GgmlDType::Q6K,
+        q if q.starts_with("Q4_K") => candle_core::quantized::GgmlDType::Q4K,
+        "Q6_K" => candle_core::quantized::GgmlDType::Q6K,
         _ => candle_core::quantized::GgmlDType::Q4_1,
     };
     let timings = readout::analysis::bench::matmul_paths(&info.config, dtype, &a.rows, a.repeats)?;
@@ -467,7 +468,7 @@ fn run_labels_curve(a: LabelsCurveArgs) -> Result<i32> {
         "source": {
             "file": a.result.file_name().map(|f| f.to_string_lossy().into_owned()),
             "sha256": readout::hash::sha256_bytes(&bytes),
-            "model": file.model.name,
+            "model": file.model.display_name(),
             "eval_set": file.eval_set.name,
             "debias": file.config.debias.as_str(),
             "shots": file.config.shots,

@@ -22,8 +22,7 @@ pub fn run(a: ModelsArgs) -> Result<i32> {
         folders.push(("data folder".into(), d.join("readout").join("models")));
     }
     folders.push(("models/".into(), PathBuf::from("models")));
-    let places =
-        Places { hub_cache: cache.clone(), folders, manifest: std::fs::read_to_string("models/manifest").ok() };
+    let places = Places { hub_cache: cache.clone(), folders };
     let found = find(&places);
     let default = super::default_model();
     let default = std::fs::canonicalize(&default).unwrap_or(default);

@@ -14,7 +14,7 @@ pub fn print_summary(r: &ResultFile, path: &Path) {
         "{} rows{status} of {} · {} · {} · {} shot(s) · debias {}",
         r.rows.len(),
         r.eval_set.name,
-        r.model.name,
+        r.model.display_name(),
         r.config.mode.as_str(),
         r.config.shots,
         r.config.debias.as_str()

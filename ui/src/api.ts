@@ -14,12 +14,20 @@ import type {
   Derivation,
   EvalSetEntry,
   Example,
+  FitState,
+  Fitted,
+  LabelsCurveEntry,
+  LabelsCurveFile,
   ModelEntry,
   PickKind,
   Progress,
   PullProgress,
+  Report,
   ResultEntry,
   ResultFile,
+  ReviewEntry,
+  ReviewUpdate,
+  ReviewView,
   Rubric,
   RunRequest,
   ScoreOptions,
@@ -78,6 +86,27 @@ export interface Backend {
   exportText(kind: 'export_csv' | 'export_json', defaultName: string, contents: string): Promise<string | null>;
   /** Scored answers as the library's CSV table (the columns of `readout score --csv`). */
   answersCsv(texts: TextIn[], results: TextResult[]): Promise<string>;
+  /** Starts a review of texts just scored (a folder in the app's data folder) and opens it. */
+  reviewStart(rubric: Rubric, texts: TextIn[], results: TextResult[]): Promise<ReviewView>;
+  /** The review folders the app keeps, newest first. */
+  reviewList(): Promise<ReviewEntry[]>;
+  /** Opens a review folder `reviewList` gave, with its labels so far. */
+  reviewOpen(dir: string): Promise<ReviewView>;
+  /** Opens an answers file (`readout score --out`) with its texts and rubric, each chosen with `pickFile`. */
+  reviewOpenAnswers(answers: string, texts: string, rubric: string): Promise<ReviewView>;
+  /** Gives a text's answers (an option index per criterion, null where none) or skips it; written at once. */
+  reviewLabel(index: number, answers: (number | null)[], skipped: boolean): Promise<ReviewUpdate>;
+  /** Takes a text's labels back; written at once. */
+  reviewUndo(index: number): Promise<ReviewUpdate>;
+  /** Agreement and corrected shares; `targetHalfWidth` (0.05 = ± 5 %) for the labels needed. */
+  reviewReport(targetHalfWidth: number): Promise<Report>;
+  /** How far the open review's labels are from a fit of the judge's temperature, and the fit made on them earlier. */
+  reviewFitState(): Promise<FitState>;
+  /** Runs the judge (`model`, the default when absent, with `debias`) on the review's labels file, fits a temperature on that run and writes both beside the labels; stopped by `cancelRun`. */
+  reviewFit(req: { model?: string; debias: DebiasMode }, onProgress: (p: Progress) => void): Promise<Fitted>;
+  /** The labels-curve files (`readout bench labels`) in the results folder, or in `dir`. */
+  listLabelsCurves(dir?: string): Promise<LabelsCurveEntry[]>;
+  loadLabelsCurve(file: string): Promise<LabelsCurveFile>;
 }
 
 /** Settings as the shell sends them, with `threads` 0 (all cores) where it keeps none. */
@@ -130,6 +159,18 @@ const tauriBackend: Backend = {
     return path;
   },
   answersCsv: (texts, results) => invoke<string>('answers_csv', { texts: texts satisfies TextIn[], results }),
+  reviewStart: (rubric, texts, results) => invoke<ReviewView>('review_start', { rubric, texts: texts satisfies TextIn[], results }),
+  reviewList: () => invoke<ReviewEntry[]>('review_list'),
+  reviewOpen: (dir) => invoke<ReviewView>('review_open', { dir }),
+  reviewOpenAnswers: (answers, texts, rubric) => invoke<ReviewView>('review_open_answers', { answers, texts, rubric }),
+  reviewLabel: (index, answers, skipped) => invoke<ReviewUpdate>('review_label', { index, answers, skipped }),
+  reviewUndo: (index) => invoke<ReviewUpdate>('review_undo', { index }),
+  reviewReport: (targetHalfWidth) => invoke<Report>('review_report', { targetHalfWidth }),
+  reviewFitState: () => invoke<FitState>('review_fit_state'),
+  reviewFit: ({ model, debias }, onProgress) =>
+    invoke<Fitted>('review_fit', { ...strip({ model, debias }), onProgress: new Channel<Progress>(onProgress) }),
+  listLabelsCurves: (dir) => invoke<LabelsCurveEntry[]>('list_labels_curves', strip({ dir })),
+  loadLabelsCurve: (file) => invoke<LabelsCurveFile>('load_labels_curve', { file }),
 };
 
 export const inTauri = (): boolean => typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
@@ -188,6 +229,17 @@ export const setSettings = call('setSettings');
 export const pickFile = call('pickFile');
 export const exportText = call('exportText');
 export const answersCsv = call('answersCsv');
+export const reviewStart = call('reviewStart');
+export const reviewList = call('reviewList');
+export const reviewOpen = call('reviewOpen');
+export const reviewOpenAnswers = call('reviewOpenAnswers');
+export const reviewLabel = call('reviewLabel');
+export const reviewUndo = call('reviewUndo');
+export const reviewReport = call('reviewReport');
+export const reviewFitState = call('reviewFitState');
+export const reviewFit = call('reviewFit');
+export const listLabelsCurves = call('listLabelsCurves');
+export const loadLabelsCurve = call('loadLabelsCurve');
 
 /**
  * The message to show for a failed call. Tauri rejects with whatever the command's `Err`

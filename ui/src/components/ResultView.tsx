@@ -1,10 +1,12 @@
-// One result file, shown for people: headline figures, per-family bars, reliability diagram,
-// risk–coverage curve, position bias, confusion matrix, the order-unstable rows, and the details.
+// One result file, shown for people: headline figures, agreement with the right answers per
+// question, per-family bars, reliability diagram, risk–coverage curve, position bias, confusion
+// matrix, the order-unstable rows, and the details.
 // Files written before a figure existed (no `selective` or `position_bias`) say so in its place.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { baseName, duration, int, num, pct } from '../lib/format';
 import type { Confusion, PositionBias, ResultFile, RowRecord, Selective } from '../types';
+import { AGAINST_GOLD, AgreementList } from './Agreement';
 import { FamilyBars, PositionBiasChart, ReliabilityChart, RISK_COLOURS, RiskCoverageChart } from './charts';
 import { Badge, Card } from './ui';
 
@@ -238,7 +240,8 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           </p>
         )}
         <p class="summary-line">
-          <strong>{r.model.name}</strong> ({r.model.quantisation}) on <strong>{r.eval_set.name}</strong> · {r.config.mode === 'readout' ? 'reading the answer letters' : 'generating an answer'} ·{' '}
+          <strong>{r.model.name}</strong>
+          {r.model.name.includes(r.model.quantisation) ? '' : ` (${r.model.quantisation})`} on <strong>{r.eval_set.name}</strong> · {r.config.mode === 'readout' ? 'reading the answer letters' : 'generating an answer'} ·{' '}
           {r.config.shots} worked example{r.config.shots === 1 ? '' : 's'} · {debiasWords(r.config.debias)}
           {r.config.levers.prune_head ? ' · output layer pruned to the letters' : ''}
           {r.config.prompt_version === 'readout-terse-v1' ? ' · terse prompt' : ''}
@@ -288,6 +291,9 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
 
       {m && (
         <>
+          <Card title="Agreement with the right answers, per question" testid="agreement-card">
+            {m.agreement ? <AgreementList list={m.agreement} rows={r.rows} raters={AGAINST_GOLD} /> : <Absent testid="agreement-absent" />}
+          </Card>
           <div class="grid-2">
             <Card title="Balanced accuracy per family">
               <FamilyBars families={m.families} mean={m.mean_family_balanced_accuracy} />

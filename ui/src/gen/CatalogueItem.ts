@@ -14,6 +14,10 @@ spec: string, quantisation: string, architecture: string,
  */
 size_bytes: number, size_basis: string, licence: string, 
 /**
+ * What it is good for, in one plain sentence.
+ */
+good_for: string, 
+/**
  * Whether this build's engine runs its architecture.
  */
 runs_here: boolean, 

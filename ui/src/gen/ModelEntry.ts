@@ -3,10 +3,31 @@ import type { ModelConfig } from "./ModelConfig";
 
 /**
  * One model as the Models page and the model pickers show it (the contract in ui/README.md):
- * its shape from the file's metadata, without loading the weights, and the name a person knows
- * it by (`readout::models::name_of`, as `readout models` names it).
+ * its shape from the file's metadata, without loading the weights, the name a person knows it
+ * by (`readout::models::name_of`, as `readout models` names it) and what the library says about
+ * it (`readout::models::about`).
  */
-export type ModelEntry = { name: string, path: string, architecture: string, quantisation: string, parameters: number, config: ModelConfig, 
+export type ModelEntry = { name: string, path: string, architecture: string, 
+/**
+ * The file's encoding, as its type mix names it (`Q4_K_M`).
+ */
+quantisation: string, parameters: number, 
+/**
+ * Bytes on disk (a directory: its weights').
+ */
+size_bytes: number, 
+/**
+ * The licence in words (the catalogue's, else the file's own), when one is known.
+ */
+licence: string | null, 
+/**
+ * What it is good for, in one plain sentence.
+ */
+good_for: string, 
+/**
+ * The catalogue entry it is, as `CatalogueItem::spec` (`ORG/REPO:FILE`).
+ */
+catalogue: string | null, config: ModelConfig, 
 /**
  * Whether the model carries a chat template of its own.
  */

@@ -6,4 +6,8 @@ import type { Status } from "./Status";
 /**
  * One row of the Results table.
  */
-export type ResultEntry = { file: string, mode: Mode, shots: number, debias: DebiasMode, mean_family_balanced_accuracy: number | null, order_unstable: number | null, seconds: number, rows: number, status: Status, };
+export type ResultEntry = { file: string, 
+/**
+ * The model's name, as the Models page names it (`ModelRecord::display_name`).
+ */
+model: string, mode: Mode, shots: number, debias: DebiasMode, mean_family_balanced_accuracy: number | null, order_unstable: number | null, seconds: number, rows: number, status: Status, };

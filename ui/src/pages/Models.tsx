@@ -1,6 +1,8 @@
-// Models: what the app knows (each with the chat template it is read with), models from the
-// Hugging Face hub (by id, or the library's catalogue), the device, and DERIVED figures of the
-// output layer (LM head).
+// Models: a card per model on this computer (its name, size, licence, what it is good for, and
+// whether it is the one in use; its internals under Details), models to get from the Hugging Face
+// hub (the library's catalogue, each marked when installed, or any by id), the device, and, folded
+// away, DERIVED figures of the output layer (LM head). Names, licences and what a model is good for
+// are the library's (`readout::models`), the same on every page.
 import { useEffect, useState } from 'preact/hooks';
 import { addModel, chatTemplateNames, deriveModel, errorMessage, pickFile, setChatTemplate } from '../api';
 import { PullStatus, type PullState } from '../components/Pull';
@@ -41,7 +43,9 @@ function Derived(props: { models: ModelEntry[] }) {
 
   const model = props.models.find((m) => m.path === source);
   const d = state.status === 'ready' ? state.d : null;
+  // The file's type (q4_k_m is mostly q4_k).
   const stored = model?.quantisation.toLowerCase();
+  const isStored = (dtype: string) => !!stored && (stored === dtype || stored.startsWith(`${dtype}_`));
 
   return (
     <Card
@@ -135,10 +139,10 @@ function Derived(props: { models: ModelEntry[] }) {
               {d.lm_head.bytes_per_position.map((b) => {
                 const pruned = d.prune.bytes_per_position.find((p) => p.dtype === b.dtype);
                 return (
-                  <tr key={b.dtype} class={b.dtype === stored ? 'is-chosen' : ''} data-testid={`derived-bytes-${b.dtype}`}>
+                  <tr key={b.dtype} class={isStored(b.dtype) ? 'is-chosen' : ''} data-testid={`derived-bytes-${b.dtype}`}>
                     <td class="mono">
                       {b.dtype}
-                      {b.dtype === stored && <span class="muted"> (as this file)</span>}
+                      {isStored(b.dtype) && <span class="muted"> (this file's type)</span>}
                     </td>
                     <td class="num" title={bytes(b.bytes)}>
                       {int(b.bytes)}
@@ -158,18 +162,69 @@ function Derived(props: { models: ModelEntry[] }) {
   );
 }
 
-/** Get a model from the hub: by its id, or one of the catalogue's judges. */
-function HubCard(props: { catalogue: CatalogueItem[]; pull: PullState; onPull: (spec: string) => void; onCancel: () => void }) {
+/** Get a model from the hub: one of the catalogue's judges (marked when it is installed), or any by its id. */
+function HubCard(props: { catalogue: CatalogueItem[]; models: ModelEntry[]; pull: PullState; onPull: (spec: string) => void; onCancel: () => void }) {
   const [spec, setSpec] = useState('');
   const busy = props.pull.status === 'pulling';
   const last = props.pull.status === 'idle' ? null : props.pull.spec;
   const retry = last && (props.pull.status === 'stopped' || props.pull.status === 'error') ? () => props.onPull(last) : undefined;
+  const installed = (c: CatalogueItem) => props.models.some((m) => m.catalogue === c.spec);
   return (
-    <Card title="Get a model from the Hugging Face hub" testid="hub-card">
+    <Card title="Get another model" testid="hub-card">
       <p class="muted">
-        Downloaded into the Hugging Face cache (where other tools find it, and where files they downloaded are reused), each file checked against the hub's checksum. A stopped
-        download keeps what arrived and resumes from there. The same as <span class="mono">readout pull</span>.
+        Models are downloaded from the Hugging Face hub onto this computer, checked, and added to your models. A stopped download resumes where it stopped.
       </p>
+      <PullStatus pull={props.pull} onCancel={props.onCancel} onRetry={retry} />
+      {props.catalogue.length > 0 && (
+        <>
+          <h3 class="sub">Models worth trying</h3>
+          <table class="table catalogue" data-testid="catalogue-table">
+            <thead>
+              <tr>
+                <th>model</th>
+                <th class="num">size (about)</th>
+                <th>licence</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {props.catalogue.map((c) => (
+                <tr key={c.spec} data-testid="catalogue-row" data-spec={c.spec} data-installed={installed(c) ? 'yes' : 'no'}>
+                  <td>
+                    <strong title={`${c.name}: ${c.spec} on the Hugging Face hub`}>{c.name}</strong> {c.default && <Badge kind="info">Readout's default</Badge>}
+                    <span class="block muted small">{c.good_for}</span>
+                  </td>
+                  <td class="num nowrap" title={c.size_basis}>
+                    {bytes(c.size_bytes)}
+                  </td>
+                  <td>{c.licence}</td>
+                  <td class="catalogue-action">
+                    {installed(c) ? (
+                      <span class="installed" data-testid="catalogue-installed">
+                        Installed ✓
+                      </span>
+                    ) : (
+                      <button
+                        type="button"
+                        class="secondary small"
+                        data-testid="pull-catalogue"
+                        data-spec={c.spec}
+                        disabled={busy || !c.runs_here}
+                        title={c.runs_here ? `Download ${c.name} (${bytes(c.size_bytes)})` : `This version of Readout cannot run ${c.architecture} models yet.`}
+                        onClick={() => props.onPull(c.spec)}
+                      >
+                        Download
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <p class="muted small">Sizes are approximate (point at one to see how it is known). No accuracy is claimed for these models: evaluate one on texts you have labelled to measure it.</p>
+        </>
+      )}
+      <h3 class="sub">Another model from the hub</h3>
       <form
         class="row"
         onSubmit={(e) => {
@@ -180,58 +235,11 @@ function HubCard(props: { catalogue: CatalogueItem[]; pull: PullState; onPull: (
         <label for="hub-spec" class="sr-only">
           Hub model
         </label>
-        <input id="hub-spec" class="grow mono" placeholder="ORG/REPO[@REVISION][:FILE], e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf" value={spec} onInput={(e) => setSpec(e.currentTarget.value)} />
+        <input id="hub-spec" class="grow mono" placeholder="its id on the hub, e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf" value={spec} onInput={(e) => setSpec(e.currentTarget.value)} />
         <button type="submit" data-testid="pull-spec" disabled={busy || !spec.trim()}>
           Download
         </button>
       </form>
-      <PullStatus pull={props.pull} onCancel={props.onCancel} onRetry={retry} />
-      {props.catalogue.length > 0 && (
-        <>
-          <h3 class="sub">Judges worth trying</h3>
-          <div class="scroll-x">
-            <table class="table catalogue" data-testid="catalogue-table">
-              <thead>
-                <tr>
-                  <th>judge</th>
-                  <th class="num">file size (≈)</th>
-                  <th>licence</th>
-                  <th>on the hub</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {props.catalogue.map((c) => (
-                  <tr key={c.spec} data-testid="catalogue-row" data-spec={c.spec}>
-                    <td class="nowrap">
-                      <strong>{c.name}</strong> {c.default && <Badge kind="info">default</Badge>}
-                    </td>
-                    <td class="num" title={c.size_basis}>
-                      {bytes(c.size_bytes)}
-                    </td>
-                    <td>{c.licence}</td>
-                    <td class="mono small">{c.spec}</td>
-                    <td>
-                      <button
-                        type="button"
-                        class="secondary small"
-                        data-testid="pull-catalogue"
-                        data-spec={c.spec}
-                        disabled={busy || !c.runs_here}
-                        title={c.runs_here ? undefined : `This build's engine does not run ${c.architecture}.`}
-                        onClick={() => props.onPull(c.spec)}
-                      >
-                        Download
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <p class="muted small">Sizes are approximate (hover one to see how it is known); no accuracy is claimed for these judges: run an evaluation to measure one on your eval set.</p>
-        </>
-      )}
     </Card>
   );
 }
@@ -264,6 +272,87 @@ function TemplateChoice(props: { model: ModelEntry; names: string[]; disabled: b
       {isFile && <option value={current}>{current.split('/').pop()}</option>}
       <option value={FILE}>a Jinja file…</option>
     </select>
+  );
+}
+
+/** One model on this computer: what a person needs first, its internals under Details. */
+function ModelCard(props: {
+  model: ModelEntry;
+  inUse: boolean;
+  names: string[];
+  busy: boolean;
+  onUse?: () => void;
+  onTemplate: (choice: string | null) => void;
+}) {
+  const m = props.model;
+  const needsTemplate = !m.has_chat_template && !m.chat_template;
+  // A base model's template is a choice a person makes, so it stays on the card once made.
+  const templateOnCard = !m.has_chat_template || !!m.chat_template;
+  const template = <TemplateChoice model={m} names={props.names} disabled={props.busy} onChoose={props.onTemplate} />;
+  return (
+    <article class={`model-card${props.inUse ? ' in-use' : ''}`} data-testid="model-row" data-path={m.path} data-default={props.inUse ? 'yes' : 'no'}>
+      <h3 class="model-name" title={m.name}>
+        {m.name}
+      </h3>
+      <div class="model-use">
+        {props.inUse ? (
+          <Badge kind="ok" title="Score and Evaluate use this model unless you choose another there.">
+            In use (default)
+          </Badge>
+        ) : (
+          props.onUse && (
+            <button type="button" class="secondary small" data-testid="make-default" data-path={m.path} disabled={props.busy} onClick={props.onUse}>
+              Make it the default
+            </button>
+          )
+        )}
+      </div>
+      <p class="model-facts" data-testid="model-facts">
+        {bytes(m.size_bytes)} on disk · {m.licence ?? <span class="muted">licence not stated</span>}
+      </p>
+      <p class="model-good" data-testid="model-good-for">
+        {m.good_for}
+      </p>
+      {needsTemplate && (
+        <p class="small" data-testid="needs-template">
+          <Badge kind="close" title="The model carries no chat template (a base model?): choose the one it was trained with.">
+            needs a chat template
+          </Badge>{' '}
+          A base model: choose how to talk to it below (for a Gemma model, “gemma”).
+        </p>
+      )}
+      {templateOnCard && (
+        <label class="model-template">
+          <span class="muted small">Chat template</span>
+          {template}
+        </label>
+      )}
+      <details class="details model-details" data-testid="model-details">
+        <summary>Details</summary>
+        <dl class="kv">
+          <dt>Architecture</dt>
+          <dd>{m.architecture}</dd>
+          <dt>Weights</dt>
+          <dd>{m.quantisation}</dd>
+          <dt>Parameters</dt>
+          <dd title={int(m.parameters)}>{si(m.parameters)}</dd>
+          <dt>Vocabulary</dt>
+          <dd>{int(m.config.vocab_size)} word pieces</dd>
+          <dt>Hidden size</dt>
+          <dd>{int(m.config.hidden_size)}</dd>
+          <dt>Layers</dt>
+          <dd>{m.config.num_layers}</dd>
+          {!templateOnCard && (
+            <>
+              <dt>Chat template</dt>
+              <dd>{template}</dd>
+            </>
+          )}
+          <dt>{m.path.endsWith('.gguf') ? 'File' : 'Folder'}</dt>
+          <dd class="mono small">{m.path}</dd>
+        </dl>
+      </details>
+    </article>
   );
 }
 
@@ -303,7 +392,7 @@ export function ModelsPage(props: {
       if (!path) return;
       setBusy('Reading the model…');
       const m = await addModel(path);
-      setNote(m.has_chat_template || m.chat_template ? `Added ${m.name}.` : `Added ${m.name}. It has no chat template of its own (a base model?): choose one in its row before using it.`);
+      setNote(m.has_chat_template || m.chat_template ? `Added ${m.name}.` : `Added ${m.name}. It has no chat template of its own (a base model?): choose one on its card before using it.`);
       props.reloadModels();
     } catch (e) {
       setError({ title: 'The model could not be added', message: errorMessage(e) });
@@ -353,11 +442,11 @@ export function ModelsPage(props: {
     <div class="page" data-page="models">
       <header class="page-head">
         <h1>Models</h1>
-        <p class="lead">The language models Readout can use, the device it runs on, and what the output layer costs.</p>
+        <p class="lead">The language models that read your texts: the one in use, the others on this computer, and more you can get.</p>
       </header>
 
       <Card
-        title="Known models"
+        title="Your models"
         testid="models-card"
         actions={
           <>
@@ -377,70 +466,31 @@ export function ModelsPage(props: {
         {props.models.status === 'error' && <ErrorBox title="The models could not be listed" message={props.models.message} onRetry={props.reloadModels} />}
         {props.models.status === 'ready' && list.length === 0 && (
           <Empty title="No models yet">
-            Download one from the Hugging Face hub below (the default judge is the first of the catalogue), or add a GGUF file, or a Hugging Face folder (config.json, tokenizer.json and
+            Download one below (Readout's default is the first of the list), or add a model file you have: a GGUF file, or a Hugging Face folder (config.json, tokenizer.json and
             .safetensors weights) of a llama, mistral, qwen2, qwen3 or gemma3 model.
           </Empty>
         )}
         {list.length > 0 && (
-          <div class="scroll-x">
-            <table class="table models" data-testid="models-table">
-              <thead>
-                <tr>
-                  <th>name</th>
-                  <th>architecture</th>
-                  <th>weights</th>
-                  <th>chat template</th>
-                  <th class="num">parameters</th>
-                  <th class="num">vocabulary</th>
-                  <th class="num">hidden size</th>
-                  <th>file or folder</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((m) => {
-                  const isDefault = settings?.defaultModel === m.path;
-                  return (
-                    <tr key={m.path} data-testid="model-row" data-path={m.path} data-default={isDefault ? 'yes' : 'no'}>
-                      <td class="nowrap">
-                        <strong>{m.name}</strong> {isDefault && <Badge kind="ok">default</Badge>}
-                        {!isDefault && settings && (
-                          <button type="button" class="link small block" data-testid="make-default" data-path={m.path} onClick={() => apply({ defaultModel: m.path }, `${m.name} is now the default model.`)}>
-                            Make default
-                          </button>
-                        )}
-                      </td>
-                      <td>{m.architecture}</td>
-                      <td>{m.quantisation}</td>
-                      <td class="nowrap">
-                        <TemplateChoice model={m} names={names} disabled={!!busy} onChoose={(t) => chooseTemplate(m, t)} />
-                        {!m.has_chat_template && !m.chat_template && (
-                          <span class="block" data-testid="needs-template">
-                            <Badge kind="close" title="The model carries no chat template (a base model?): choose the one it was trained with.">
-                              needs a chat template
-                            </Badge>
-                          </span>
-                        )}
-                      </td>
-                      <td class="num" title={int(m.parameters)}>
-                        {si(m.parameters)}
-                      </td>
-                      <td class="num">{int(m.config.vocab_size)}</td>
-                      <td class="num">{int(m.config.hidden_size)}</td>
-                      <td class="mono small">
-                        <span class="file-cell" title={m.path}>
-                          {m.path}
-                        </span>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+          <div class="model-cards" data-testid="models-table">
+            {list.map((m) => {
+              const inUse = settings?.defaultModel === m.path;
+              return (
+                <ModelCard
+                  key={m.path}
+                  model={m}
+                  inUse={inUse}
+                  names={names}
+                  busy={!!busy}
+                  onUse={settings ? () => apply({ defaultModel: m.path }, `${m.name} is now the default model: Score and Evaluate use it.`) : undefined}
+                  onTemplate={(t) => chooseTemplate(m, t)}
+                />
+              );
+            })}
           </div>
         )}
       </Card>
 
-      <HubCard catalogue={props.catalogue} pull={props.pull} onPull={props.onPull} onCancel={props.onCancelPull} />
+      <HubCard catalogue={props.catalogue} models={list} pull={props.pull} onPull={props.onPull} onCancel={props.onCancelPull} />
 
       <Card title="Device" testid="device-card">
         {props.settings.status === 'loading' && <Busy label="Reading the settings…" />}
@@ -480,7 +530,10 @@ export function ModelsPage(props: {
         )}
       </Card>
 
-      <Derived models={list} />
+      <details class="details page-details" data-testid="models-details">
+        <summary>Details for engineers: what the output layer costs</summary>
+        <Derived models={list} />
+      </details>
     </div>
   );
 }

@@ -1,21 +1,28 @@
-// Results: the runs in the results folder, one opened, or two compared.
+// Results: the runs in the results folder, one opened, or two compared; and the labels-curve
+// files beside them (how many labels a person needs), listed apart and drawn when opened.
 import { useEffect, useState } from 'preact/hooks';
-import { compareResults, errorMessage, listResults, loadResult, pickFile } from '../api';
+import { compareResults, errorMessage, listLabelsCurves, listResults, loadLabelsCurve, loadResult, pickFile } from '../api';
+import { AgreementList, BETWEEN_RUNS } from '../components/Agreement';
 import { CompareBars } from '../components/charts';
+import { LabelsCurveView } from '../components/LabelsCurveView';
 import { debiasWords, ResultView } from '../components/ResultView';
 import { Busy, Card, Empty, ErrorBox } from '../components/ui';
 import { baseName, pct, pValue } from '../lib/format';
-import type { Comparison, PairedBootstrap, ResultFile, ResultEntry } from '../types';
+import type { Comparison, LabelsCurveEntry, LabelsCurveFile, PairedBootstrap, ResultFile, ResultEntry, RowRecord } from '../types';
 
 type List = { status: 'loading' } | { status: 'ready'; rows: ResultEntry[] } | { status: 'error'; message: string };
+type Curves = { status: 'loading' } | { status: 'ready'; rows: LabelsCurveEntry[] } | { status: 'error'; message: string };
 type View =
   | { kind: 'none' }
   | { kind: 'open'; file: string; status: 'loading' }
   | { kind: 'open'; file: string; status: 'ready'; result: ResultFile }
   | { kind: 'open'; file: string; status: 'error'; message: string }
   | { kind: 'compare'; a: string; b: string; status: 'loading' }
-  | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison }
-  | { kind: 'compare'; a: string; b: string; status: 'error'; message: string };
+  | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison; rows: RowRecord[] }
+  | { kind: 'compare'; a: string; b: string; status: 'error'; message: string }
+  | { kind: 'curve'; file: string; status: 'loading' }
+  | { kind: 'curve'; file: string; status: 'ready'; curve: LabelsCurveFile }
+  | { kind: 'curve'; file: string; status: 'error'; message: string };
 
 /** A difference in points, signed: +7.6 points, −0.7 points. */
 const points = (d: number) => `${d > 0 ? '+' : d < 0 ? '−' : '±'}${Math.abs(d * 100).toFixed(1)} points`;
@@ -49,7 +56,7 @@ function Differences(props: { d: PairedBootstrap }) {
   );
 }
 
-function CompareView(props: { a: string; b: string; c: Comparison; labelA: string; labelB: string }) {
+function CompareView(props: { a: string; b: string; c: Comparison; rows: RowRecord[]; labelA: string; labelB: string }) {
   const { c } = props;
   const significant = c.p_value < 0.05;
   const diff = c.accuracy_b - c.accuracy_a;
@@ -102,6 +109,11 @@ function CompareView(props: { a: string; b: string; c: Comparison; labelA: strin
           </p>
         )}
       </Card>
+      {c.agreement && c.agreement.length > 0 && (
+        <Card title="Do A and B give the same answers? (per question)" testid="compare-agreement">
+          <AgreementList list={c.agreement} rows={props.rows} raters={BETWEEN_RUNS} />
+        </Card>
+      )}
       <div class="results-area">
         <Card title="Per family">
           <div class="scroll-x">
@@ -152,16 +164,36 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
   const [list, setList] = useState<List>({ status: 'loading' });
   const [selected, setSelected] = useState<string[]>([]);
   const [view, setView] = useState<View>({ kind: 'none' });
+  const [curves, setCurves] = useState<Curves>({ status: 'loading' });
   const folder = dir ?? props.benchDir;
+
+  async function loadCurves() {
+    setCurves({ status: 'loading' });
+    try {
+      setCurves({ status: 'ready', rows: await listLabelsCurves(dir) });
+    } catch (e) {
+      setCurves({ status: 'error', message: errorMessage(e) });
+    }
+  }
 
   async function load() {
     setList({ status: 'loading' });
+    void loadCurves();
     try {
       const rows = await listResults(dir);
       setList({ status: 'ready', rows });
       setSelected((s) => s.filter((f) => rows.some((r) => r.file === f)));
     } catch (e) {
       setList({ status: 'error', message: errorMessage(e) });
+    }
+  }
+
+  async function openCurve(file: string) {
+    setView({ kind: 'curve', file, status: 'loading' });
+    try {
+      setView({ kind: 'curve', file, status: 'ready', curve: await loadLabelsCurve(file) });
+    } catch (e) {
+      setView({ kind: 'curve', file, status: 'error', message: errorMessage(e) });
     }
   }
   useEffect(() => {
@@ -192,8 +224,9 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
     const [a, b] = selected;
     setView({ kind: 'compare', a, b, status: 'loading' });
     try {
-      const comparison = await compareResults(a, b);
-      setView({ kind: 'compare', a, b, status: 'ready', comparison });
+      // A's rows name the questions of a row-form set (by their families) in the agreement.
+      const [comparison, first] = await Promise.all([compareResults(a, b), loadResult(a)]);
+      setView({ kind: 'compare', a, b, status: 'ready', comparison, rows: first.rows });
     } catch (e) {
       setView({ kind: 'compare', a, b, status: 'error', message: errorMessage(e) });
     }
@@ -201,7 +234,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
 
   const runLabel = (file: string) => {
     const r = list.status === 'ready' ? list.rows.find((x) => x.file === file) : undefined;
-    return r ? `${r.mode}, ${r.shots} shot${r.shots === 1 ? '' : 's'}, ${r.debias}` : baseName(file);
+    return r ? `${r.model}, ${r.mode}, ${r.shots} shot${r.shots === 1 ? '' : 's'}, ${r.debias}` : baseName(file);
   };
 
   const toggle = (file: string) =>
@@ -243,6 +276,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                   <tr>
                     <th title="Tick two runs to compare them">compare</th>
                     <th />
+                    <th>model</th>
                     <th>mode</th>
                     <th class="num">shots</th>
                     <th>option order</th>
@@ -265,9 +299,10 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                           Open
                         </button>
                       </td>
+                      <td data-testid="run-model">{r.model}</td>
                       <td>{r.mode}</td>
                       <td class="num">{r.shots}</td>
-                      <td title={debiasWords(r.debias)}>{r.debias}</td>
+                      <td title={r.debias}>{debiasWords(r.debias)}</td>
                       <td class="num">{pct(r.mean_family_balanced_accuracy)}</td>
                       <td class="num">{r.order_unstable === null ? <span class="muted">not checked</span> : r.order_unstable}</td>
                       <td class="num">{r.seconds.toFixed(1)}</td>
@@ -295,6 +330,49 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
         )}
       </Card>
 
+      {curves.status === 'error' && <ErrorBox title="The labels-curve files could not be read" message={curves.message} onRetry={() => void loadCurves()} testid="curves-error" />}
+      {curves.status === 'ready' && curves.rows.length > 0 && (
+        <Card title="Measured: how many labels a person needs" testid="curves-card">
+          <p class="muted small">
+            Measurements beside the runs (<span class="mono">readout bench labels</span>): how the corrected share’s interval narrows as a person labels more texts.
+          </p>
+          <div class="scroll-x">
+            <table class="table" data-testid="curves-table">
+              <thead>
+                <tr>
+                  <th />
+                  <th>eval set</th>
+                  <th>judge</th>
+                  <th>share of</th>
+                  <th class="num">texts</th>
+                  <th>file</th>
+                </tr>
+              </thead>
+              <tbody>
+                {curves.rows.map((c) => (
+                  <tr key={c.file}>
+                    <td>
+                      <button type="button" class="link" onClick={() => openCurve(c.file)} data-testid="open-curve">
+                        Open
+                      </button>
+                    </td>
+                    <td>{c.eval_set}</td>
+                    <td>{c.model}</td>
+                    <td>“{c.option}”</td>
+                    <td class="num">{c.texts}</td>
+                    <td class="mono small">
+                      <span class="file-cell" title={c.file}>
+                        {baseName(c.file)}
+                      </span>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </Card>
+      )}
+
       <section class="results-area" data-testid="results-view">
         {view.kind === 'open' && view.status === 'loading' && <Busy label={`Opening ${baseName(view.file)}…`} />}
         {view.kind === 'open' && view.status === 'error' && <ErrorBox title="The result file could not be opened" message={view.message} onRetry={() => open(view.file)} />}
@@ -311,7 +389,22 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
         )}
         {view.kind === 'compare' && view.status === 'loading' && <Busy label="Comparing the two runs row by row…" />}
         {view.kind === 'compare' && view.status === 'error' && <ErrorBox title="The runs could not be compared" message={view.message} onRetry={compare} />}
-        {view.kind === 'compare' && view.status === 'ready' && <CompareView a={view.a} b={view.b} c={view.comparison} labelA={runLabel(view.a)} labelB={runLabel(view.b)} />}
+        {view.kind === 'compare' && view.status === 'ready' && (
+          <CompareView a={view.a} b={view.b} c={view.comparison} rows={view.rows} labelA={runLabel(view.a)} labelB={runLabel(view.b)} />
+        )}
+        {view.kind === 'curve' && view.status === 'loading' && <Busy label={`Opening ${baseName(view.file)}…`} />}
+        {view.kind === 'curve' && view.status === 'error' && <ErrorBox title="The labels-curve file could not be opened" message={view.message} onRetry={() => openCurve(view.file)} />}
+        {view.kind === 'curve' && view.status === 'ready' && (
+          <LabelsCurveView
+            f={view.curve}
+            file={view.file}
+            actions={
+              <button type="button" class="secondary" onClick={() => setView({ kind: 'none' })}>
+                Close
+              </button>
+            }
+          />
+        )}
       </section>
     </div>
   );

@@ -249,7 +249,8 @@ pub fn readiness_of(report: &Report, folds: usize) -> Readiness {
     let (mut answers, mut same) = (0, 0);
     for c in &report.criteria {
         answers += c.agreement.n;
-        same += c.agreement.confusion.iter().enumerate().map(|(i, row)| row.get(i).copied().unwrap_or(0)).sum::<usize>();
+        same +=
+            c.agreement.confusion.iter().enumerate().map(|(i, row)| row.get(i).copied().unwrap_or(0)).sum::<usize>();
     }
     readiness(answers, answers.saturating_sub(same), report.labelled, folds)
 }

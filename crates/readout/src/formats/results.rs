@@ -42,6 +42,8 @@ pub struct Machine {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ModelRecord {
+    /// The model's name as Readout shows it ([`crate::models::name_of`]); files written before
+    /// hold the GGUF's `general.name`: read it with [`ModelRecord::display_name`].
     pub name: String,
     pub file: String,
     pub sha256: String,
@@ -81,6 +83,14 @@ pub struct ModelRecord {
     /// Hex sha256 of that template's source (absent in files written before the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template_sha256: Option<String>,
+}
+
+impl ModelRecord {
+    /// The name to show for this model: as the app and `readout models` name it
+    /// ([`crate::models::name_of_recorded`]), also for files that recorded the GGUF's own name.
+    pub fn display_name(&self) -> String {
+        crate::models::name_of_recorded(self.source.as_ref(), &self.file, &self.name)
+    }
 }
 
 fn f32_name() -> String {

@@ -346,7 +346,7 @@ impl Header {
                 device: info.device.clone(),
             },
             model: ModelRecord {
-                name: info.name.clone(),
+                name: crate::models::name_of(&info.path),
                 file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
                 sha256: engine.sha256()?,
                 architecture: info.architecture.as_str().into(),

@@ -1,6 +1,7 @@
 // The Score page's results area: nothing yet, the progress of a job (with Stop), its error, or
 // the answers with their exports.
 import { Badge, Busy, Card, Empty, ErrorBox, Notice } from '../../components/ui';
+import { baseName } from '../../lib/format';
 import { AnswersTable } from './AnswersTable';
 import type { Run, Scoring } from './useScore';
 
@@ -50,6 +51,11 @@ function Answers(props: { run: Extract<Run, { status: 'done' }>; scoring: Scorin
       {scoring.exportError && <ErrorBox title="The export failed" message={scoring.exportError} />}
       <p class="muted small">
         Click an answer to see every option. <Badge kind="close">close</Badge> the top two are within 10 points.{' '}
+        {run.options.calibration && (
+          <span data-testid="scored-with-temperature">
+            Probabilities adjusted by the temperature in <span class="mono">{baseName(run.options.calibration)}</span>.{' '}
+          </span>
+        )}
         {(run.options.abstainBelow !== undefined || run.options.abstainLetterMass !== undefined) && (
           <>
             <Badge kind="abstain">unsure</Badge> / <Badge kind="abstain">none fits</Badge> no answer was given.{' '}
@@ -74,7 +80,7 @@ export function ScoreResults(props: { scoring: Scoring }) {
     <section class="results-area" data-testid="score-results">
       {run.status === 'idle' && <Empty title="Nothing scored yet">Add texts and a rubric, then press Score. The answers appear here.</Empty>}
       {run.status === 'running' && <Progress run={run} onStop={props.scoring.stop} />}
-      {run.status === 'error' && <ErrorBox title="The texts could not be scored" message={run.message} onRetry={props.scoring.score} />}
+      {run.status === 'error' && <ErrorBox title="The texts could not be scored" message={run.message} onRetry={() => void props.scoring.score()} />}
       {run.status === 'done' && <Answers run={run} scoring={props.scoring} />}
     </section>
   );

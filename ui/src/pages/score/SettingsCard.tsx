@@ -51,7 +51,7 @@ export function SettingsCard(props: { scoring: Scoring; models: ModelEntry[]; de
         <div class="row">
           <ModelSelect id="score-model" value={s.model} onChange={s.setModel} models={props.models} defaultModel={props.defaultModel} />
           <span class="spacer" />
-          <button type="button" class="primary" onClick={s.score} disabled={s.running || !!s.why} data-testid="score-button">
+          <button type="button" class="primary" onClick={() => void s.score()} disabled={s.running || !!s.why} data-testid="score-button">
             {s.running ? 'Scoring…' : 'Score'}
           </button>
         </div>

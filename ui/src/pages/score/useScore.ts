@@ -152,21 +152,24 @@ export function useScoring(texts: TextIn[], rubric: RubricState, onModelUsed: ()
 
   const { draft, problems } = rubric;
 
-  async function score() {
+  /** Score the texts; `choice` overrides the settings as they were before this render (a
+   * calibration just chosen from the review, with its model and option order). */
+  async function score(choice?: { calibration: string; debias: DebiasMode; model: string }) {
     if (!draft || texts.length === 0 || problems.length) return;
-    const chosen = debias;
+    const chosen = choice?.debias ?? debias;
     const snapshot = texts;
     const options: ScoreOptions = {
       abstainBelow: probabilityOf(abstainBelow),
       abstainLetterMass: probabilityOf(abstainMass),
-      calibration: calibration ?? undefined,
+      calibration: (choice ? choice.calibration : calibration) ?? undefined,
     };
+    const modelPath = choice ? choice.model : model;
     setExportNote(null);
     setExportError(null);
     setRun({ status: 'running', count: snapshot.length, done: 0, debias: chosen, stopping: false });
     try {
       const results = await scoreTexts(
-        { rubric: toRubric(draft), texts: snapshot, debias: chosen, model: model || undefined, options },
+        { rubric: toRubric(draft), texts: snapshot, debias: chosen, model: modelPath || undefined, options },
         (p) => setRun((r) => (r.status === 'running' ? { ...r, done: p.done } : r)),
       );
       setRun({ status: 'done', texts: snapshot, results, debias: chosen, options });

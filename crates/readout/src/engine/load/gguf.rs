@@ -88,7 +88,7 @@ pub(super) fn load(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
     let tok_text = |i: Option<u32>| i.and_then(|i| vocab.tokens.get(i as usize).cloned());
     let (bos_token, eos_token) = (tok_text(vocab.bos_id), tok_text(eos_id));
-    let quantisation = dominant_type(&content);
+    let quantisation = encoding(&content);
     Ok(Loaded {
         model,
         tokenizer_source: TokenizerSource::Gguf(Box::new(vocab)),
@@ -278,16 +278,86 @@ pub(super) fn metadata(content: &gguf_file::Content, data: &[u8], path: &Path, f
         .cloned()
         .unwrap_or_else(|| file_stem(path));
     let has_chat_template = content.metadata.contains_key("tokenizer.chat_template");
-    Ok(Metadata { config, name, quantisation: dominant_type(content), file_bytes, has_chat_template })
+    let licence = content.metadata.get("general.license").and_then(|v| v.to_string().ok()).cloned();
+    Ok(Metadata { config, name, quantisation: encoding(content), file_bytes, has_chat_template, licence })
 }
 
-/// The tensor type most of the weight bytes are in, as GGUF names it.
-fn dominant_type(content: &gguf_file::Content) -> String {
-    let mut by: HashMap<String, u64> = HashMap::new();
-    for info in content.tensor_infos.values() {
-        *by.entry(format!("{:?}", info.ggml_dtype)).or_default() += info.shape.elem_count() as u64;
+/// The file's encoding as a person names it (`Q4_K_M`, `Q8_0`, `F16`): the type mix the file
+/// states it was made as (`general.file_type`, llama.cpp's names), else the type most of the
+/// blocks' weights are in. Not the type of most elements overall: converters keep the embedding
+/// wider (Gemma 3 270M's Q4_K_M file holds its 262,144-row embedding, more than half its weights,
+/// in Q8_0).
+pub(crate) fn encoding(content: &gguf_file::Content) -> String {
+    let stated = content
+        .metadata
+        .get("general.file_type")
+        .and_then(|v| v.to_u32().ok().or_else(|| v.to_i32().ok().map(|t| t as u32)));
+    if let Some(name) = stated.and_then(file_type_name) {
+        return name.to_string();
     }
-    by.into_iter().max_by_key(|(_, n)| *n).map(|(t, _)| t.to_uppercase()).unwrap_or_default()
+    let mut weights: Vec<&gguf_file::TensorInfo> = content
+        .tensor_infos
+        .iter()
+        .filter(|(n, i)| n.starts_with("blk.") && i.shape.dims().len() == 2)
+        .map(|(_, i)| i)
+        .collect();
+    if weights.is_empty() {
+        weights = content.tensor_infos.values().collect();
+    }
+    let mut by: HashMap<String, u64> = HashMap::new();
+    for info in weights {
+        *by.entry(type_name(info.ggml_dtype)).or_default() += info.shape.elem_count() as u64;
+    }
+    // Ties (never in a real file) go to the name first in order, so the answer does not vary.
+    by.into_iter().max_by(|(a, n), (b, m)| n.cmp(m).then(b.cmp(a))).map(|(t, _)| t).unwrap_or_default()
+}
+
+/// A tensor type as GGUF and llama.cpp name it: `Q4_K`, `Q8_0`, `F32`.
+fn type_name(t: candle_core::quantized::GgmlDType) -> String {
+    let debug = format!("{t:?}").to_uppercase();
+    match debug.strip_suffix('K') {
+        Some(base) if base.starts_with('Q') => format!("{base}_K"),
+        _ => debug,
+    }
+}
+
+/// llama.cpp's name of a `general.file_type` (its `llama_ftype`), for the types it still makes.
+fn file_type_name(t: u32) -> Option<&'static str> {
+    Some(match t {
+        0 => "F32",
+        1 => "F16",
+        2 => "Q4_0",
+        3 => "Q4_1",
+        7 => "Q8_0",
+        8 => "Q5_0",
+        9 => "Q5_1",
+        10 => "Q2_K",
+        11 => "Q3_K_S",
+        12 => "Q3_K_M",
+        13 => "Q3_K_L",
+        14 => "Q4_K_S",
+        15 => "Q4_K_M",
+        16 => "Q5_K_S",
+        17 => "Q5_K_M",
+        18 => "Q6_K",
+        19 => "IQ2_XXS",
+        20 => "IQ2_XS",
+        21 => "Q2_K_S",
+        22 => "IQ3_XS",
+        23 => "IQ3_XXS",
+        24 => "IQ1_S",
+        25 => "IQ4_NL",
+        26 => "IQ3_S",
+        27 => "IQ3_M",
+        28 => "IQ2_S",
+        29 => "IQ2_M",
+        30 => "IQ4_XS",
+        31 => "IQ1_M",
+        32 => "BF16",
+        36 => "TQ1_0",
+        37 => "TQ2_0",
+        _ => return None,
+    })
 }
 
 const GGUF_KEYS: BlockKeys = BlockKeys {
@@ -332,5 +402,45 @@ mod tests {
         content.metadata.remove("gemma3.attention.sliding_window");
         let e = gguf_config(&content, &path).unwrap_err().to_string();
         assert!(e.contains("gemma3.attention.sliding_window"), "{e}");
+    }
+
+    #[test]
+    fn the_encoding_is_the_type_mix_the_file_states_not_its_widest_tensor() {
+        use candle_core::quantized::gguf_file::{Content, TensorInfo, Value, VersionedMagic};
+        use candle_core::quantized::GgmlDType as T;
+        // Gemma 3 270M's Q4_K_M file, in small: the embedding (Q8_0) holds most elements; the
+        // blocks are Q5_0 with Q4_K and Q6_K; general.file_type says 15 (Q4_K_M).
+        let tensor = |t: T, dims: &[usize]| TensorInfo { ggml_dtype: t, shape: dims.into(), offset: 0 };
+        let mut content = Content {
+            magic: VersionedMagic::GgufV3,
+            metadata: HashMap::from([("general.file_type".to_string(), Value::U32(15))]),
+            tensor_infos: HashMap::from([
+                ("token_embd.weight".to_string(), tensor(T::Q8_0, &[262_144, 640])),
+                ("blk.0.attn_q.weight".to_string(), tensor(T::Q5_0, &[1024, 640])),
+                ("blk.0.ffn_gate.weight".to_string(), tensor(T::Q5_0, &[2048, 640])),
+                ("blk.0.attn_output.weight".to_string(), tensor(T::Q4K, &[640, 1024])),
+                ("blk.0.ffn_down.weight".to_string(), tensor(T::Q6K, &[640, 2048])),
+                ("blk.0.attn_norm.weight".to_string(), tensor(T::F32, &[640])),
+            ]),
+            tensor_data_offset: 0,
+        };
+        assert_eq!(encoding(&content), "Q4_K_M");
+        // Written as a signed integer by some converters.
+        content.metadata.insert("general.file_type".into(), Value::I32(3));
+        assert_eq!(encoding(&content), "Q4_1");
+        // Without it (Readout's own quantizer drops it): the blocks' main type, not the embedding's.
+        content.metadata.clear();
+        assert_eq!(encoding(&content), "Q5_0");
+        // A number llama.cpp no longer makes: the blocks' main type, too.
+        content.metadata.insert("general.file_type".into(), Value::U32(4));
+        assert_eq!(encoding(&content), "Q5_0");
+        // K-quants are named with their underscore, as the file types are.
+        content.tensor_infos.retain(|n, _| n != "blk.0.attn_q.weight" && n != "blk.0.ffn_gate.weight");
+        assert_eq!(encoding(&content), "Q6_K");
+        assert_eq!(type_name(T::Q4K), "Q4_K");
+        assert_eq!(type_name(T::BF16), "BF16");
+        // No block weights at all: every tensor counts.
+        content.tensor_infos.retain(|n, _| !n.starts_with("blk."));
+        assert_eq!(encoding(&content), "Q8_0");
     }
 }

@@ -77,7 +77,8 @@ fn missing_hint(path: &Path) -> String {
 pub struct Metadata {
     pub config: ModelConfig,
     pub name: String,
-    /// The tensor type most weights are in (GGUF), or the `torch_dtype` of config.json.
+    /// The encoding: the type mix a GGUF states (`Q4_K_M`), else its blocks' main tensor type;
+    /// a directory's `torch_dtype` of config.json.
     pub quantisation: String,
     /// Bytes of the GGUF file, or of the directory's safetensors.
     pub file_bytes: u64,
@@ -85,6 +86,8 @@ pub struct Metadata {
     /// directory's `chat_template.jinja` or `tokenizer_config.json`); without one, loading it
     /// needs a template named (`LoadOptions::chat_template`).
     pub has_chat_template: bool,
+    /// The licence the file states (GGUF `general.license`, e.g. `apache-2.0`), if it does.
+    pub licence: Option<String>,
 }
 
 /// Read only the shape of a model: the GGUF header (metadata and tensor table) or config.json.
@@ -99,7 +102,14 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
         let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let from_config = read_tokenizer_config(&path.join("tokenizer_config.json"))?.chat_template;
         let has_chat_template = hf_chat_template(path, from_config)?.is_some();
-        return Ok(Metadata { config, name, quantisation: torch_dtype.to_uppercase(), file_bytes, has_chat_template });
+        return Ok(Metadata {
+            config,
+            name,
+            quantisation: torch_dtype.to_uppercase(),
+            file_bytes,
+            has_chat_template,
+            licence: None,
+        });
     }
     let (file, content) = crate::engine::gguf::open(path)?;
     let file_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
