@@ -276,10 +276,8 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                   <tr>
                     <th title="Tick two runs to compare them">compare</th>
                     <th />
-                    <th>model</th>
-                    <th>mode</th>
-                    <th class="num">shots</th>
-                    <th>option order</th>
+                    <th style={{ minWidth: '10em' }}>model</th>
+                    <th style={{ minWidth: '11em' }}>how it was run</th>
                     <th class="num" title="Mean over families of balanced accuracy">mean family bal. acc.</th>
                     <th class="num">order-unstable rows</th>
                     <th class="num">seconds</th>
@@ -300,9 +298,10 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                         </button>
                       </td>
                       <td data-testid="run-model">{r.model}</td>
-                      <td>{r.mode}</td>
-                      <td class="num">{r.shots}</td>
-                      <td title={r.debias}>{debiasWords(r.debias)}</td>
+                      <td title={`mode ${r.mode}, ${r.shots} shots, option order ${r.debias}`}>
+                        {r.mode === 'generate' ? 'writes its answer, ' : ''}
+                        {debiasWords(r.debias)}, {r.shots} worked example{r.shots === 1 ? '' : 's'}
+                      </td>
                       <td class="num">{pct(r.mean_family_balanced_accuracy)}</td>
                       <td class="num">{r.order_unstable === null ? <span class="muted">not checked</span> : r.order_unstable}</td>
                       <td class="num">{r.seconds.toFixed(1)}</td>
