@@ -502,6 +502,25 @@ try {
     assert.ok(corrected.every((t) => /^\d+% \((\d+%–\d+%|no range yet)\)$/.test(t)), `${c}: corrected shares ${corrected}`);
     log(`${c}: ${await textOf(`${at} [data-testid="agreement-words"]`)} corrected ${corrected.join(' / ')}`);
   }
+  // The same labels file gives the same figures from the CLI (`readout labels report`).
+  {
+    const dir = dirname(await driver.executeScript(`return document.querySelector('.review-head [title]')?.title ?? ''`));
+    const cliReport = JSON.parse(
+      execFileSync(cli, ['labels', 'report', join(dir, 'answers.jsonl'), join(dir, 'answers.labels.jsonl'), '--json'], { encoding: 'utf8' }),
+    );
+    assert.equal(cliReport.labelled, 5, 'the CLI reads the five labels the app wrote');
+    for (const c of cliReport.criteria) {
+      const shown = await driver.executeScript(
+        `return Object.fromEntries([...document.querySelectorAll('[data-testid="criterion-summary"][data-criterion="${c.criterion}"] [data-testid="review-share"]')].map((r) => [r.dataset.option, r.querySelector('[data-testid="corrected"]').textContent]))`,
+      );
+      for (const r of c.rates) {
+        if (!r.corrected) continue;
+        const app = Number(/^(\d+)%/.exec(shown[r.option] ?? '')?.[1]);
+        assert.ok(Math.abs(app - r.corrected.share * 100) <= 0.5 + 1e-9, `${c.criterion}/${r.option}: the app shows ${shown[r.option]}, the CLI ${r.corrected.share}`);
+      }
+    }
+    log('readout labels report on the app\'s labels file gives the shares the app shows');
+  }
   await shot('review-summary', '[data-testid="review-summary"]');
   await shot('review-summary-refund', '[data-testid="criterion-summary"][data-criterion="refund_requested"]');
   await shot('review-summary-urgency', '[data-testid="criterion-summary"][data-criterion="urgency"]');
