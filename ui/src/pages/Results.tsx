@@ -276,8 +276,8 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                   <tr>
                     <th title="Tick two runs to compare them">compare</th>
                     <th />
-                    <th style={{ minWidth: '10em' }}>model</th>
-                    <th style={{ minWidth: '11em' }}>how it was run</th>
+                    <th class="col-model">model</th>
+                    <th class="col-how">how it was run</th>
                     <th class="num" title="Mean over families of balanced accuracy">mean family bal. acc.</th>
                     <th class="num">order-unstable rows</th>
                     <th class="num">seconds</th>
