@@ -4,7 +4,7 @@
 // the confusion matrix on demand. Every figure is the library's; nothing is computed here.
 import type { ComponentChildren } from 'preact';
 import { beyondChanceWords, figure } from '../lib/review';
-import type { CriterionAgreement, RowRecord } from '../types';
+import type { Agreement, CriterionAgreement, RowRecord } from '../types';
 
 /** Who is compared with whom, in words. */
 export interface Raters {
@@ -38,6 +38,41 @@ function Metric(props: { label: string; value: string; sub: ComponentChildren; h
       <div class="metric-label">{props.label}</div>
       <div class="metric-value">{props.value}</div>
       <div class="metric-sub">{props.sub}</div>
+    </div>
+  );
+}
+
+/** Agreement, κ and α of one question, each with its 95% interval and in words: the result view's and the review's. */
+export function AgreementMetrics(props: { a: Agreement; levels: boolean; rawHelp: string; levelsNote: string; testid: string }) {
+  const { a, levels } = props;
+  const raw = figure(a.raw, 'share');
+  const kappa = figure(a.kappa);
+  const alpha = figure(a.alpha);
+  return (
+    <div class="metrics metrics-3">
+      <Metric label="Agreement" value={raw.value} sub={<>95%: {raw.interval}</>} help={props.rawHelp} testid={`${props.testid}-raw`} />
+      <Metric
+        label={levels ? 'Weighted Cohen’s κ' : 'Cohen’s κ'}
+        value={kappa.value}
+        sub={
+          <>
+            {beyondChanceWords(a.kappa.value)} · 95%: {kappa.interval}
+          </>
+        }
+        help={`Agreement beyond chance: 1 is perfect, 0 is what guessing with the same habits would give, below 0 is worse.${levels ? ' Weighted: a level apart counts as a near miss (quadratic weights).' : ''}`}
+        testid={`${props.testid}-kappa`}
+      />
+      <Metric
+        label="Krippendorff’s α"
+        value={alpha.value}
+        sub={
+          <>
+            {beyondChanceWords(a.alpha.value)} · 95%: {alpha.interval}
+          </>
+        }
+        help={`Another measure of agreement beyond chance, used for labelling studies: 0.8 or more is usually taken as reliable, under 0.67 as too low to rely on.${levels ? props.levelsNote : ''}`}
+        testid={`${props.testid}-alpha`}
+      />
     </div>
   );
 }
@@ -96,8 +131,6 @@ function One(props: { c: CriterionAgreement; rows: RowRecord[]; raters: Raters }
   const { c, raters } = props;
   const a = c.agreement;
   const raw = figure(a.raw, 'share');
-  const kappa = figure(a.kappa);
-  const alpha = figure(a.alpha);
   const levels = a.scale === 'interval';
   const same = a.raw.value === null ? 0 : Math.round(a.raw.value * a.n);
   const shown = c.disagreements.slice(0, 24);
@@ -121,37 +154,13 @@ function One(props: { c: CriterionAgreement; rows: RowRecord[]; raters: Raters }
           </>
         )}
       </p>
-      <div class="metrics metrics-3">
-        <Metric
-          label="Agreement"
-          value={raw.value}
-          sub={<>95%: {raw.interval}</>}
-          help={`The share of rows where ${raters.first} and ${raters.second} are the same option, with its 95% interval (groups of rows resampled).`}
-          testid="agreement-raw"
-        />
-        <Metric
-          label={levels ? 'Weighted Cohen’s κ' : 'Cohen’s κ'}
-          value={kappa.value}
-          sub={
-            <>
-              {beyondChanceWords(a.kappa.value)} · 95%: {kappa.interval}
-            </>
-          }
-          help={`Agreement beyond chance: 1 is perfect, 0 is what guessing with the same habits would give, below 0 is worse.${levels ? ' Weighted: a level apart counts as a near miss (quadratic weights).' : ''}`}
-          testid="agreement-kappa"
-        />
-        <Metric
-          label="Krippendorff’s α"
-          value={alpha.value}
-          sub={
-            <>
-              {beyondChanceWords(a.alpha.value)} · 95%: {alpha.interval}
-            </>
-          }
-          help={`Another measure of agreement beyond chance, used for labelling studies: 0.8 or more is usually taken as reliable, under 0.67 as too low to rely on.${levels ? ' Levels are treated as numbers.' : ''}`}
-          testid="agreement-alpha"
-        />
-      </div>
+      <AgreementMetrics
+        a={a}
+        levels={levels}
+        rawHelp={`The share of rows where ${raters.first} and ${raters.second} are the same option, with its 95% interval (groups of rows resampled).`}
+        levelsNote=" Levels are treated as numbers."
+        testid="agreement"
+      />
       {a.n > 0 && (
         <details class="details" data-testid="agreement-details">
           <summary>

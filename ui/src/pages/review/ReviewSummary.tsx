@@ -2,23 +2,13 @@
 // often the judge agrees with the person (raw, Cohen's κ, Krippendorff's α, each with its 95%
 // interval), where they differ, and each option's share of all texts — the judge's alone, the
 // labels' alone, and the judge's corrected by the labels — with the labels a precision would take.
-import type { ComponentChildren } from 'preact';
 import { Badge, Busy, Card, ErrorBox } from '../../components/ui';
 import { pct } from '../../lib/format';
-import { agreementSentence, beyondChanceWords, figure, optionIdWords, optionWords, flat, share, shareRange, shareSentence } from '../../lib/review';
+import { agreementSentence, figure, optionIdWords, optionWords, flat, share, shareRange, shareSentence } from '../../lib/review';
 import type { CriterionReport, Report, ReviewCriterion, ReviewView } from '../../types';
+import { AgreementMetrics } from '../../components/Agreement';
 import { FitJudge, type Judge } from './FitJudge';
 import type { ReviewState } from './useReview';
-
-function Metric(props: { label: string; value: string; sub: ComponentChildren; help: string; testid: string }) {
-  return (
-    <div class="metric" title={props.help} data-testid={props.testid}>
-      <div class="metric-label">{props.label}</div>
-      <div class="metric-value">{props.value}</div>
-      <div class="metric-sub">{props.sub}</div>
-    </div>
-  );
-}
 
 /** Judge (rows) against the person (columns). */
 function Confusion(props: { c: ReviewCriterion; counts: number[][] }) {
@@ -135,8 +125,6 @@ function CriterionSummary(props: { c: ReviewCriterion; cr: CriterionReport; repo
   const { c, cr, v } = props;
   const a = cr.agreement;
   const raw = figure(a.raw, 'share');
-  const kappa = figure(a.kappa);
-  const alpha = figure(a.alpha);
   const scored = c.type === 'score';
   return (
     <section class="criterion-summary" data-testid="criterion-summary" data-criterion={c.name}>
@@ -152,37 +140,13 @@ function CriterionSummary(props: { c: ReviewCriterion; cr: CriterionReport; repo
           </span>
         )}
       </p>
-      <div class="metrics metrics-3">
-        <Metric
-          label="Agreement"
-          value={raw.value}
-          sub={<>95%: {raw.interval}</>}
-          help="The share of texts where the judge gave your answer, with its 95% interval (resampled over the texts)."
-          testid="metric-raw"
-        />
-        <Metric
-          label={scored ? 'Weighted Cohen’s κ' : 'Cohen’s κ'}
-          value={kappa.value}
-          sub={
-            <>
-              {beyondChanceWords(a.kappa.value)} · 95%: {kappa.interval}
-            </>
-          }
-          help={`Agreement beyond chance: 1 is perfect, 0 is what guessing with the same habits would give, below 0 is worse.${scored ? ' Weighted: a level apart counts as a near miss (quadratic weights).' : ''}`}
-          testid="metric-kappa"
-        />
-        <Metric
-          label="Krippendorff’s α"
-          value={alpha.value}
-          sub={
-            <>
-              {beyondChanceWords(a.alpha.value)} · 95%: {alpha.interval}
-            </>
-          }
-          help={`Another measure of agreement beyond chance, used for labelling studies: 0.8 or more is usually taken as reliable, under 0.67 as too low to rely on.${scored ? ' Levels are treated as numbers (a level apart is a small disagreement).' : ''}`}
-          testid="metric-alpha"
-        />
-      </div>
+      <AgreementMetrics
+        a={a}
+        levels={scored}
+        rawHelp="The share of texts where the judge gave your answer, with its 95% interval (resampled over the texts)."
+        levelsNote=" Levels are treated as numbers (a level apart is a small disagreement)."
+        testid="metric"
+      />
       <h4 class="sub-sm">How many of all {props.report.texts} texts have each answer</h4>
       <Shares c={c} cr={cr} report={props.report} target={props.target} />
       {a.n > 0 && (
