@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The real app in a real window under Xvfb, on the real default model, driven through its webview
-# by WebDriver: ui/tests/window.mjs scores the bundled example (every rotation of its options; then
+# by WebDriver: ui/tests/window.mjs first does the five-minute task as a person does it (scores
+# examples/support-tickets.csv, reads the verdict and the summary per question, exports the answers
+# for a spreadsheet through the real Save dialog, finds the scoring in Results); then scores the bundled example (every rotation of its options; then
 # with no answer under 50% confidence),
 # shows a bad eval set's line and field, runs authored144 (3 shots, cyclic), saves the result into
 # a bench folder beside copies of the CLI's files, checks the Results table (and opens a committed
@@ -18,7 +20,7 @@
 # labels-curve chart.
 # Screenshots go to src-tauri/screenshots/window-*.png.
 #
-# Needs: xvfb, webkit2gtk-driver (Debian), tauri-driver (`cargo install tauri-driver --locked`),
+# Needs: xvfb, webkit2gtk-driver and xdotool (Debian; xdotool answers the native Save dialog), tauri-driver (`cargo install tauri-driver --locked`),
 # ui/node_modules (`npm ci` in ui), the default model (models/fetch) and Gemma 3 270M
 # (models/fetch gemma3-270m), and both release binaries
 # (`cargo build --release` at the top and in src-tauri). .ci/run sets all of this up.
@@ -33,6 +35,7 @@ for f in "$app" "$cli"; do
 done
 command -v tauri-driver >/dev/null || { echo "tauri-driver is missing: cargo install tauri-driver --locked" >&2; exit 2; }
 command -v WebKitWebDriver >/dev/null || { echo "WebKitWebDriver is missing: apt-get install -y webkit2gtk-driver" >&2; exit 2; }
+command -v xdotool >/dev/null || { echo "xdotool is missing: apt-get install -y xdotool" >&2; exit 2; }
 model="$repo/models/$(awk '!/^#/{print $2; exit}' models/manifest)"
 [ -f "$model" ] || { echo "the default model is missing: run models/fetch" >&2; exit 2; }
 
@@ -87,6 +90,15 @@ xvfb-run -a -s "-screen 0 1280x900x24" bash -c '
   status=0
   node ui/tests/window.mjs || status=$?
   kill $driver 2>/dev/null || true
+  # The same app with the system in dark mode (WebKitGTK takes GTK_THEME=…:dark as the dark
+  # preference): every page screenshotted dark.
+  if [ $status = 0 ]; then
+    GTK_THEME=Adwaita:dark tauri-driver --port 4446 --native-port 4447 >"$0/tauri-driver-dark.log" 2>&1 &
+    dark=$!
+    for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/4446) 2>/dev/null && break; sleep 0.2; done
+    DRIVER=http://127.0.0.1:4446/ node ui/tests/window-dark.mjs || status=$?
+    kill $dark 2>/dev/null || true
+  fi
   [ $status = 0 ] || { echo "--- tauri-driver log"; tail -40 "$0/tauri-driver.log"; }
   exit $status
 ' "$work"

@@ -7,7 +7,7 @@ fn main() {
     let code = match cli::run() {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("readout: error: {err:#}");
+            eprintln!("readout: error: {}", cli::describe(&err));
             cli::exit_code(&err)
         }
     };

@@ -1,7 +1,8 @@
 //! The commands the web UI calls. Each parses its arguments, calls the library and returns the
-//! library's own types (the JSON the CLI prints and writes); errors are the library's messages,
-//! which name the file, line or field.
+//! library's own types (the JSON the CLI prints and writes); errors are `AppError`s: a plain
+//! sentence, a fix the window offers as a button, and the library's message under Details.
 
+pub use crate::error::{AppError, Fix};
 use crate::state::{AppState, Settings};
 use readout::analysis::derive::{derive_file, Derivation, DeriveOptions};
 use readout::config::{Mode, RunConfig};
@@ -10,6 +11,7 @@ use readout::engine::ModelConfig;
 use readout::formats::evalset::{EvalSet, LoadOptions};
 use readout::formats::results::{default_name, ResultFile, Status};
 use readout::formats::rubric::Rubric;
+use readout::jobs::answers::QuestionSummary;
 use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
 use readout::jobs::run::{Control, Progress, RunInput};
 use readout::jobs::score::{score_texts as score, Text, TextResult};
@@ -21,13 +23,20 @@ use tauri::ipc::Channel;
 use tauri::State;
 use ts_rs::TS;
 
+pub mod calibrate;
 pub mod curves;
+pub mod library;
 pub mod review;
+pub mod rows;
+pub mod scored;
 
-type Res<T> = Result<T, String>;
+/// What every command gives back: its answer, or an error in the app's words.
+pub type Res<T> = Result<T, AppError>;
 
-fn msg(e: impl std::fmt::Display) -> String {
-    e.to_string()
+/// An error as the window shows it (`AppError`'s `From`s: the library's errors worded for a
+/// person, anything internal as "something went wrong" with its text under Details).
+pub fn msg(e: impl Into<AppError>) -> AppError {
+    e.into()
 }
 
 /// Every command, for `invoke_handler`.
@@ -57,6 +66,18 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         pick_file,
         write_text_file,
         answers_csv,
+        answers_summary,
+        summary_csv,
+        answers_sheet,
+        judge_record,
+        library::rubric_library_list,
+        library::rubric_library_save,
+        library::rubric_library_delete,
+        library::recent_list,
+        library::recent_add,
+        library::read_texts_file,
+        library::session_load,
+        library::session_save,
         review::review_start,
         review::review_list,
         review::review_open,
@@ -66,8 +87,12 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         review::review_report,
         review::review_fit_state,
         review::review_fit,
+        calibrate::calibrate_result,
         curves::list_labels_curves,
-        curves::load_labels_curve
+        curves::load_labels_curve,
+        rows::row_texts,
+        scored::list_scored,
+        scored::load_scored
     ]
 }
 
@@ -110,6 +135,9 @@ pub struct ScoreOptions {
     pub abstain_letter_mass: Option<f64>,
     /// A calibration file (`readout calibrate`), as `pick_file` gave it.
     pub calibration: Option<PathBuf>,
+    /// Cut a text too long for the model from the middle (its head and tail kept) instead of
+    /// refusing it (`--truncate-middle`).
+    pub truncate_middle: Option<bool>,
 }
 
 #[tauri::command]
@@ -123,9 +151,10 @@ pub async fn score_texts(
     on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
     if texts.iter().all(|t| t.text.trim().is_empty()) {
-        return Err("there is no text to score; paste one or open a file".into());
+        return Err("There is no text to score: paste one or open a file.".into());
     }
     let options = options.unwrap_or_default();
+    let kept = rubric.clone();
     // The one request every shell builds; its validation is the library's.
     let request = ScoreRequest {
         rubric: Some(rubric),
@@ -134,22 +163,43 @@ pub async fn score_texts(
         abstain_below: options.abstain_below,
         abstain_letter_mass: options.abstain_letter_mass,
         calibration: options.calibration,
+        truncate_middle: options.truncate_middle.unwrap_or(false),
         ..ScoreRequest::default()
     };
-    let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(msg)?;
+    let cal = request.calibration.clone();
+    let ScoreJob { rubric, texts, config } =
+        request.validate(Policy::LOCAL).map_err(|e| other_order(e, cal.as_deref()))?;
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     let engine = state.engine(model.as_deref())?;
-    // Stopped (`cancel_run`): the texts scored so far come back, fewer than were sent.
+    let folder = state.settings().bench_dir;
+    // Stopped (`cancel_run`): the texts scored so far come back, fewer than were sent. Either way
+    // the scoring is kept in the results folder, for the Results page.
     tauri::async_runtime::spawn_blocking(move || {
-        score(&engine, &rubric, &texts, &config, &Default::default(), &mut |_, done, total| {
+        let results = score(&engine, &rubric, &texts, &config, &Default::default(), &mut |_, done, total| {
             let _ = on_progress.send(ScoreProgress { done, total });
             !cancel.load(Ordering::SeqCst)
         })
-        .map_err(msg)
+        .map_err(msg)?;
+        scored::keep(&folder, &engine, kept, &config, &texts, &results);
+        Ok(results)
     })
     .await
     .map_err(msg)?
+}
+
+/// A temperature fitted with another option order, in the app's words (the library's names the
+/// CLI's `--debias`); any other error as it is.
+fn other_order(e: readout::Error, calibration: Option<&Path>) -> AppError {
+    let fitted = calibration.and_then(|p| readout::formats::calibration::CalibrationFile::load(p).ok()).map(|(_, c)| c);
+    match (&e, fitted) {
+        (readout::Error::Config(text), Some(c)) if text.contains("was fitted on a run with") => AppError::new(format!(
+            "This temperature was fitted with the option order “{}”: choose that order, or a temperature fitted with this one.",
+            c.debias
+        ))
+        .details(text.clone()),
+        _ => e.into(),
+    }
 }
 
 /// The temperature of a calibration file, as the configuration takes it (the CLI's
@@ -173,11 +223,99 @@ pub fn answers_csv(texts: Vec<TextIn>, results: Vec<TextResult>) -> String {
     readout::jobs::answers::to_csv(&texts, &results)
 }
 
+/// The Score page's summary per question: how many texts got each answer, and how many answers
+/// are flagged (`readout::jobs::answers::summary`).
+#[tauri::command]
+pub fn answers_summary(results: Vec<TextResult>) -> Vec<QuestionSummary> {
+    readout::jobs::answers::summary(&results)
+}
+
+/// The Score page's Export summary: the summary per question as a table for a spreadsheet.
+#[tauri::command]
+pub fn summary_csv(results: Vec<TextResult>) -> String {
+    readout::jobs::answers::summary_csv(&readout::jobs::answers::summary(&results))
+}
+
+/// The Score page's Export for spreadsheets: one row per text, the answers in words
+/// (`readout::jobs::answers::to_sheet_csv`).
+#[tauri::command]
+pub fn answers_sheet(texts: Vec<TextIn>, results: Vec<TextResult>) -> String {
+    let texts: Vec<Text> = texts.into_iter().map(|t| Text { id: t.id, text: t.text }).collect();
+    readout::jobs::answers::to_sheet_csv(&texts, &results)
+}
+
+/// How often a model was right the last time it was measured: its newest complete run in the
+/// results folder (a readout run before a generate one, as scoring reads the letters), for the
+/// Score page's verdict on its answers.
+#[derive(Debug, Serialize, TS)]
+pub struct JudgeRecord {
+    /// The model's name, as the Models page names it.
+    pub model: String,
+    /// `mean_family_balanced_accuracy` of that run.
+    pub accuracy: f64,
+    /// The same figure for guessing (`readout::metrics::Summary::chance`).
+    pub chance: Option<f64>,
+    /// The eval set's name (`authored144` is the bundled one).
+    pub eval_set: String,
+    pub rows: usize,
+    pub debias: DebiasMode,
+    /// When the run was made (RFC 3339).
+    pub created: String,
+    pub file: PathBuf,
+}
+
+/// The newest complete run of `model` (the default model when none) in the results folder, or
+/// null when it was never measured. Runs are matched by the model's file name; the folder is read
+/// off the window's thread.
+#[tauri::command]
+pub async fn judge_record(state: State<'_, AppState>, model: Option<PathBuf>) -> Res<Option<JudgeRecord>> {
+    let path = model.unwrap_or_else(|| state.default_model());
+    let dir = state.settings().bench_dir;
+    tauri::async_runtime::spawn_blocking(move || newest_run(&dir, &path)).await.map_err(msg)
+}
+
+fn newest_run(dir: &Path, model: &Path) -> Option<JudgeRecord> {
+    let name = model.file_name()?.to_string_lossy().into_owned();
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut best: Option<(bool, String, JudgeRecord)> = None;
+    for p in entries.flatten().map(|e| e.path()) {
+        let is_candidate = p.extension().is_some_and(|x| x == "json")
+            && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"readout.result\"") && t.contains(&name));
+        if !is_candidate {
+            continue;
+        }
+        // A file that cannot be read is the Results page's to report; here it is no record.
+        let Ok(r) = ResultFile::load(&p) else { continue };
+        let Some(m) = r.metrics.as_ref().filter(|_| r.status == Status::Complete && r.model.file == name) else {
+            continue;
+        };
+        let key = (r.config.mode == Mode::Readout, r.created.clone());
+        if best.as_ref().is_some_and(|(readout, created, _)| (*readout, created.clone()) >= key) {
+            continue;
+        }
+        let record = JudgeRecord {
+            model: r.model.display_name(),
+            accuracy: m.mean_family_balanced_accuracy,
+            chance: m.chance,
+            eval_set: r.eval_set.name.clone(),
+            rows: r.rows.len(),
+            debias: r.config.debias,
+            created: r.created.clone(),
+            file: p,
+        };
+        best = Some((key.0, key.1, record));
+    }
+    best.map(|(_, _, r)| r)
+}
+
 #[tauri::command]
 pub fn load_rubric(path: PathBuf) -> Res<serde_json::Value> {
     Rubric::load(&path).map_err(msg)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let text = std::fs::read_to_string(&path).map_err(|e| AppError::io(&path, &e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        AppError::new(format!("{} is not a rubric file.", crate::error::file_name(&path)))
+            .details(format!("{}: {e}", path.display()))
+    })
 }
 
 #[tauri::command]
@@ -185,7 +323,7 @@ pub fn save_rubric(state: State<'_, AppState>, path: PathBuf, rubric: serde_json
     state.check_writable(&path)?;
     Rubric::parse(&rubric.to_string(), &path).map_err(msg)?;
     let text = serde_json::to_string_pretty(&rubric).map_err(msg)?;
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(|e| AppError::io(&path, &e))
 }
 
 /// An eval set the app offers. A file in the eval-set folder that cannot be read is listed too,
@@ -203,22 +341,26 @@ pub struct EvalSetEntry {
     pub error: Option<SetProblem>,
 }
 
-/// Why an eval set cannot be run: the library's message (file, line, field, what to do), and the
-/// line and field on their own for the window to show.
+/// Why an eval set cannot be run: what `run_eval` would say (a plain message, the fix, the
+/// library's text under Details), and the line and field on their own for the window to show.
 #[derive(Debug, Serialize, TS)]
 pub struct SetProblem {
     pub message: String,
+    pub fix: Option<Fix>,
+    pub details: Option<String>,
     pub line: Option<usize>,
     pub field: Option<String>,
 }
 
 impl SetProblem {
-    fn of(e: &readout::Error) -> SetProblem {
-        let (line, field) = match e {
+    fn of(e: readout::Error) -> SetProblem {
+        let (line, field) = match &e {
             readout::Error::BadInput { line, field, .. } => (Some(*line), Some(field.clone())),
             _ => (None, None),
         };
-        SetProblem { message: e.to_string(), line, field }
+        let fix = line.map(|_| Fix::SkipBadLines);
+        let AppError { message, details, .. } = e.into();
+        SetProblem { message, fix, details, line, field }
     }
 }
 
@@ -246,7 +388,7 @@ pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Err(e) => return Err(AppError::io(&dir, &e)),
     };
     files.retain(|p| p.extension().map(|x| x == "jsonl").unwrap_or(false));
     if !files.iter().any(|p| p.file_name().map(|n| n == BUNDLED_SET.0).unwrap_or(false)) {
@@ -257,7 +399,7 @@ pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
                 name: "authored144".into(),
                 rows: 0,
                 path: state.data_dir.join("evalsets").join(BUNDLED_SET.0),
-                error: Some(SetProblem::of(&e)),
+                error: Some(SetProblem::of(e)),
             }),
         }
     }
@@ -267,7 +409,7 @@ pub fn list_eval_sets(state: State<'_, AppState>) -> Res<Vec<EvalSetEntry>> {
             Err(e) => EvalSetEntry {
                 name: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 rows: 0,
-                error: Some(SetProblem::of(&e)),
+                error: Some(SetProblem::of(e)),
                 path: p,
             },
         };
@@ -299,6 +441,9 @@ pub struct RunRequest {
     pub pass_tokens: Option<usize>,
     /// Score the good lines of a set with bad ones (the result file lists the lines left out).
     pub skip_bad: Option<bool>,
+    /// Cut an item too long for the model from the middle (its head and tail kept) instead of
+    /// refusing the set (`--truncate-middle`).
+    pub truncate_middle: Option<bool>,
     /// Complete the partial file a stopped (or crashed) run of these same options left in the
     /// results folder, instead of starting over.
     pub resume: Option<bool>,
@@ -314,11 +459,15 @@ pub async fn run_eval(
     on_progress: Channel<Progress>,
 ) -> Res<ResultFile> {
     if request.limit == Some(0) {
-        return Err("A limit of 0 rows leaves nothing to run.".to_string());
+        return Err("A limit of 0 rows leaves nothing to run.".into());
     }
     // The whole set: `limit` picks the rows scored, the shots come from all of them.
     let opts = LoadOptions { limit: None, skip_bad: request.skip_bad.unwrap_or(false), family: None };
-    let set = EvalSet::load(&request.eval_set, &opts).map_err(msg)?;
+    // A bad line: the fix is to run the others (unless they are being skipped already).
+    let set = EvalSet::load(&request.eval_set, &opts).map_err(|e| match e {
+        e @ readout::Error::BadInput { .. } if !opts.skip_bad => msg(e).fix(Fix::SkipBadLines),
+        e => msg(e),
+    })?;
     let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
     let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
     // Read before the model loads, as the eval set is: a bad file is refused at once.
@@ -328,6 +477,9 @@ pub async fn run_eval(
     let load_seconds = t0.elapsed().as_secs_f64();
     let mut b = RunConfig::builder().mode(mode).shots(request.shots.unwrap_or(0)).debias(debias);
     b = b.prune_head(request.prune_head.unwrap_or(false));
+    if request.truncate_middle == Some(true) {
+        b = b.truncate(readout::truncate::Truncate::Middle);
+    }
     b = b.prefix_tree(request.prefix_tree.unwrap_or(true));
     b = b.batched_suffixes(request.batched_suffixes.unwrap_or(true));
     b = b.trim(request.trim.unwrap_or(true));
@@ -339,7 +491,7 @@ pub async fn run_eval(
     }
     b = b.matmul(engine.info().matmul);
     b = b.calibration(temperature);
-    let mut config = b.build().map_err(msg)?;
+    let mut config = b.build().map_err(|e| other_order(e, request.calibration.as_deref()))?;
     let bench = state.settings().bench_dir;
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // The run keeps its partial file up to date as the CLI does (a crash loses about a second),
@@ -349,7 +501,8 @@ pub async fn run_eval(
         Some(true) => {
             let (partial, resumed) = readout::jobs::run::resume(&engine, &checkpoint).map_err(|e| match e {
                 readout::Error::Io { .. } | readout::Error::BadFile { .. } => {
-                    format!("there is no partial run of these options to resume ({e})")
+                    AppError::new("There is no stopped run of these choices to go on with; run it from the start.")
+                        .details(e.to_string())
                 }
                 e => msg(e),
             })?;
@@ -409,8 +562,12 @@ fn result_file_name(r: &ResultFile) -> PathBuf {
 /// Save the last evaluation's result file (the CLI's format) into the bench folder, or to `path`.
 #[tauri::command]
 pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<PathBuf> {
-    let last =
-        state.last_result.lock().map_err(msg)?.clone().ok_or("there is no result to save; run an evaluation first")?;
+    let last = state
+        .last_result
+        .lock()
+        .map_err(msg)?
+        .clone()
+        .ok_or("There is no result to save yet: run an evaluation first.")?;
     let target = match path {
         Some(p) => {
             state.check_writable(&p)?;
@@ -419,7 +576,11 @@ pub fn save_result(state: State<'_, AppState>, path: Option<PathBuf>) -> Res<Pat
         None => readout::formats::results::unused_path(&state.settings().bench_dir.join(result_file_name(&last))),
     };
     if target.exists() {
-        return Err(format!("{} exists; choose another name", target.display()));
+        return Err(AppError::new(format!(
+            "There is a file called {} there already: choose another name.",
+            crate::error::file_name(&target)
+        ))
+        .details(target.display().to_string()));
     }
     last.write(&target).map_err(msg)?;
     Ok(target)
@@ -435,6 +596,8 @@ pub struct ResultEntry {
     pub shots: usize,
     pub debias: DebiasMode,
     pub mean_family_balanced_accuracy: Option<f64>,
+    /// The same figure for guessing (`readout::metrics::Summary::chance`).
+    pub chance: Option<f64>,
     pub order_unstable: Option<usize>,
     pub seconds: f64,
     pub rows: usize,
@@ -445,7 +608,7 @@ pub struct ResultEntry {
 pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec<ResultEntry>> {
     let dir = dir.unwrap_or_else(|| state.settings().bench_dir);
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+    for e in std::fs::read_dir(&dir).map_err(|e| AppError::io(&dir, &e))?.flatten() {
         let p = e.path();
         let is_result = p.extension().map(|x| x == "json").unwrap_or(false)
             && std::fs::read_to_string(&p).map(|t| t.contains("\"readout.result\"")).unwrap_or(false);
@@ -459,6 +622,7 @@ pub fn list_results(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec
             shots: r.config.shots,
             debias: r.config.debias,
             mean_family_balanced_accuracy: r.metrics.as_ref().map(|m| m.mean_family_balanced_accuracy),
+            chance: r.metrics.as_ref().and_then(|m| m.chance),
             order_unstable: r.metrics.as_ref().and_then(|m| m.overall.order_unstable),
             seconds: r.timing.wall_seconds,
             rows: r.rows.len(),
@@ -491,11 +655,8 @@ pub fn compare_results(a: PathBuf, b: PathBuf) -> Res<Comparison> {
     let ra = ResultFile::load(&a).map_err(msg)?;
     let rb = ResultFile::load(&b).map_err(msg)?;
     if ra.eval_set.sha256 != rb.eval_set.sha256 {
-        return Err(format!(
-            "{} and {} scored different eval sets; compare runs of one eval set",
-            a.display(),
-            b.display()
-        ));
+        return Err(AppError::new("These two runs scored different eval sets: compare runs of one eval set.")
+            .details(format!("{} and {} scored different eval sets", a.display(), b.display())));
     }
     Ok(readout::metrics::compare(&ra.scored_rows(), &rb.scored_rows()))
 }
@@ -550,7 +711,7 @@ impl ModelEntry {
 }
 
 /// The entry of the model at `path`, with the chat template `settings` choose for it.
-fn model_entry(path: &Path, settings: &Settings) -> Result<ModelEntry, String> {
+fn model_entry(path: &Path, settings: &Settings) -> Res<ModelEntry> {
     let md = readout::engine::read_metadata(path).map_err(msg)?;
     let name = readout::models::name_of(path);
     let about = readout::models::about(path, md.licence.as_deref());
@@ -715,7 +876,10 @@ pub async fn pull_model<R: tauri::Runtime>(
 /// What `pull_model` does, with the progress given to `send`.
 pub fn pull(state: &AppState, spec: &str, send: &mut dyn FnMut(PullProgress)) -> Res<ModelEntry> {
     let spec = readout::hub::HubSpec::parse(spec.trim()).map_err(msg)?;
-    let opts = state.hub.clone().ok_or("no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME")?;
+    let opts = state.hub.clone().ok_or_else(|| {
+        AppError::new("The app has no folder to download models into.")
+            .details("no folder for the Hugging Face cache: set HF_HUB_CACHE or HF_HOME")
+    })?;
     let cancel = state.pull_cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     let every = std::time::Duration::from_millis(100);
@@ -813,7 +977,7 @@ pub async fn pick_file<R: tauri::Runtime>(
         "export_csv" => d.add_filter("CSV", &["csv"]),
         "export_json" => d.add_filter("JSON", &["json"]),
         "calibration" => d.add_filter("Calibration file", &["json"]),
-        "answers" => d.add_filter("Answers (readout score --out)", &["jsonl"]),
+        "answers" => d.add_filter("Answers file", &["jsonl"]),
         "texts" => d.add_filter("Texts", &["csv", "jsonl", "ndjson"]),
         _ => d,
     };
@@ -842,7 +1006,7 @@ pub async fn pick_file<R: tauri::Runtime>(
 #[tauri::command]
 pub fn write_text_file(state: State<'_, AppState>, path: PathBuf, contents: String) -> Res<()> {
     state.check_writable(&path)?;
-    std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&path, contents).map_err(|e| AppError::io(&path, &e))
 }
 
 /// Save the settings and give them back as `get_settings` shows them. The UI sends what it was
@@ -850,7 +1014,8 @@ pub fn write_text_file(state: State<'_, AppState>, path: PathBuf, contents: Stri
 #[tauri::command]
 pub fn set_settings(state: State<'_, AppState>, mut settings: Settings) -> Res<SettingsView> {
     if settings.device.parse::<readout::engine::device::DeviceRequest>().is_err() {
-        return Err(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device));
+        return Err(AppError::new("Choose Automatic, CPU, CUDA or Metal as the device.")
+            .details(format!("unknown device `{}` (auto, cpu, cuda or metal)", settings.device)));
     }
     settings.threads = settings.threads.filter(|&n| n > 0);
     // A model that stops being the default stays in the list.

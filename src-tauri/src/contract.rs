@@ -5,14 +5,19 @@
 //! (tests/commands.rs); CI fails when what is committed there differs.
 
 use crate::commands::curves::{LabelsCurveEntry, LabelsCurveFile};
+use crate::commands::library::{Recent, RecentKind, RubricEntry, Session};
 use crate::commands::review::{FitState, Fitted, ReviewEntry, ReviewLabel, ReviewUpdate, ReviewView};
+use crate::commands::rows::RowTexts;
+use crate::commands::scored::ScoredEntry;
 use crate::commands::{
-    CatalogueItem, DeriveRequest, EvalSetEntry, Example, ModelEntry, PullProgress, ResultEntry, RunRequest,
-    ScoreOptions, ScoreProgress, SettingsView, TextIn,
+    CatalogueItem, DeriveRequest, EvalSetEntry, Example, JudgeRecord, ModelEntry, PullProgress, ResultEntry,
+    RunRequest, ScoreOptions, ScoreProgress, SettingsView, TextIn,
 };
 use crate::state::Settings;
 use readout::analysis::derive::Derivation;
 use readout::formats::results::ResultFile;
+use readout::formats::scored::ScoredFile;
+use readout::jobs::answers::QuestionSummary;
 use readout::jobs::review::Report;
 use readout::jobs::run::Progress;
 use readout::jobs::score::TextResult;
@@ -34,10 +39,20 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     ScoreOptions::export_all(cfg)?;
     DeriveRequest::export_all(cfg)?;
     Settings::export_all(cfg)?;
+    // The Score page's library: My rubrics, recent files, the last session.
+    RubricEntry::export_all(cfg)?;
+    Recent::export_all(cfg)?;
+    RecentKind::export_all(cfg)?;
+    Session::export_all(cfg)?;
+    // Errors: a plain message, a fix, the library's text under Details.
+    crate::error::AppError::export_all(cfg)?;
     // Answers and channel messages.
     Example::export_all(cfg)?;
     TextResult::export_all(cfg)?;
     ScoreProgress::export_all(cfg)?;
+    // The Score page's summary per question, and the judge's last measured accuracy (its verdict).
+    QuestionSummary::export_all(cfg)?;
+    JudgeRecord::export_all(cfg)?;
     EvalSetEntry::export_all(cfg)?;
     Progress::export_all(cfg)?;
     ResultFile::export_all(cfg)?;
@@ -60,5 +75,9 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     // The results folder's labels-curve files (how many labels a person needs).
     LabelsCurveEntry::export_all(cfg)?;
     LabelsCurveFile::export_all(cfg)?;
+    // Scorings kept for the Results page.
+    ScoredEntry::export_all(cfg)?;
+    ScoredFile::export_all(cfg)?;
+    RowTexts::export_all(cfg)?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod contract;
+pub mod error;
 pub mod state;
 
 /// Build and run the app.

@@ -1,8 +1,10 @@
 //! What the app keeps between commands: settings (persisted as JSON), the loaded model, the
 //! cancel flags of the running evaluation and of the download from the hub, the last result,
 //! the review open (a person checking the judge on their own labels), and where the hub and its
-//! cache are.
+//! cache are. The Score page's own files (My rubrics, recent files, the last session) live in the
+//! data folder too, named here and kept by `commands::library`.
 
+use crate::error::AppError;
 use readout::engine::device::DeviceRequest;
 use readout::engine::template::TemplateSource;
 use readout::engine::{Engine, LoadOptions, MatmulPath};
@@ -135,6 +137,21 @@ impl AppState {
         self.data_dir.join("reviews")
     }
 
+    /// "My rubrics": the rubric files a person keeps in the app (`commands::library`).
+    pub fn rubrics_dir(&self) -> PathBuf {
+        self.data_dir.join("rubrics")
+    }
+
+    /// The texts, rubric and export files opened lately (`commands::library::Recent`).
+    pub fn recent_path(&self) -> PathBuf {
+        self.data_dir.join("recent.json")
+    }
+
+    /// The Score page as it was left, put back at the next start (`commands::library::Session`).
+    pub fn session_path(&self) -> PathBuf {
+        self.data_dir.join("session.json")
+    }
+
     /// Whether `path` is a path a file dialog returned since the app started: the shell writes a
     /// review's labels beside an answers file only when the person chose that file.
     pub fn was_picked(&self, path: &Path) -> bool {
@@ -156,7 +173,7 @@ impl AppState {
     /// Whether the page may have the shell write `path`: a path a dialog returned since the app
     /// started, or a file inside the results folder. A page (or a script that got into it) can
     /// name any path; the shell writes only where the user pointed it.
-    pub fn check_writable(&self, path: &Path) -> Result<(), String> {
+    pub fn check_writable(&self, path: &Path) -> Result<(), AppError> {
         if self.was_picked(path) {
             return Ok(());
         }
@@ -168,11 +185,12 @@ impl AppState {
         if inside && path.file_name().is_some() {
             return Ok(());
         }
-        Err(format!(
-            "{}: the app writes only where you chose in a save dialog or inside the results folder ({}); choose the place with Save as…",
-            path.display(),
-            bench.display()
-        ))
+        Err(AppError::new("The app saves only where you choose in a save dialog, or in the results folder: choose the place with Save as….")
+            .details(format!(
+                "{}: the app writes only where you chose in a save dialog or inside the results folder ({})",
+                path.display(),
+                bench.display()
+            )))
     }
 
     pub fn settings(&self) -> Settings {
@@ -180,12 +198,13 @@ impl AppState {
     }
 
     /// Replace and persist the settings.
-    pub fn save_settings(&self, s: Settings) -> Result<(), String> {
+    pub fn save_settings(&self, s: Settings) -> Result<(), AppError> {
+        let unsaved = |e: AppError| AppError { message: "The settings could not be saved.".into(), ..e };
         if let Some(dir) = self.settings_path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| unsaved(AppError::io(dir, &e)))?;
         }
-        let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
-        readout::atomic::write(&self.settings_path, text.as_bytes()).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(&s)?;
+        readout::atomic::write(&self.settings_path, text.as_bytes()).map_err(|e| unsaved(e.into()))?;
         if let Ok(mut cur) = self.settings.lock() {
             *cur = s;
         }
@@ -202,13 +221,13 @@ impl AppState {
 
     /// The engine for `model` (or the default model), loading it when it is not the one held
     /// (another file, or the same one with another device or thread count).
-    pub fn engine(&self, model: Option<&Path>) -> Result<Arc<Engine>, String> {
+    pub fn engine(&self, model: Option<&Path>) -> Result<Arc<Engine>, AppError> {
         let settings = self.settings();
         let path = model.map(Path::to_path_buf).unwrap_or_else(|| self.default_model());
         let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
         let template = settings.chat_templates.get(&path).cloned();
         let key = (path, device, settings.threads, template);
-        let mut held = self.engine.lock().map_err(|_| "the model lock was poisoned; restart the app".to_string())?;
+        let mut held = self.engine.lock()?;
         if let Some((k, e)) = held.as_ref() {
             if *k == key {
                 return Ok(e.clone());
@@ -216,7 +235,7 @@ impl AppState {
         }
         let chat_template = match key.3.as_deref().map(str::parse::<TemplateSource>) {
             Some(Ok(t)) => Some(t),
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => return Err(e.into()),
             None => None,
         };
         let opts = LoadOptions {
@@ -232,14 +251,8 @@ impl AppState {
     }
 }
 
-/// A model that cannot be loaded, in the app's words: the library's message, except that a model
-/// without a chat template is told how to choose one here (the library names the CLI's flag).
-pub fn load_error(e: readout::Error) -> String {
-    match e {
-        readout::Error::NoChatTemplate { path, detail, names } => format!(
-            "{}: {detail}. Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of {names} (llama.cpp's names), or a Jinja file.",
-            path.display()
-        ),
-        e => e.to_string(),
-    }
+/// A model that cannot be loaded, in the app's words; one without a chat template is offered the
+/// family its architecture most likely expects (`crate::error::no_template`).
+pub fn load_error(e: readout::Error) -> AppError {
+    crate::error::no_template(e)
 }

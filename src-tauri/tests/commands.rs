@@ -101,6 +101,12 @@ fn call_on(webview: &WebviewWindow<tauri::test::MockRuntime>, cmd: &str, body: V
     .map(|b| b.deserialize::<Value>().unwrap())
 }
 
+/// What the window shows of a command's error: its message, then the Details under it.
+fn shown(e: &Value) -> String {
+    let part = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    format!("{}\n{}", part("message"), part("details"))
+}
+
 fn rubric() -> Value {
     serde_json::from_str(&std::fs::read_to_string(repo().join("examples/support-ticket.rubric.json")).unwrap()).unwrap()
 }
@@ -122,7 +128,23 @@ fn score_texts_returns_probabilities_per_criterion() {
     let lines: Vec<&str> = csv.as_str().unwrap().lines().collect();
     assert_eq!(lines[0], readout::jobs::answers::CSV_HEADER.join(","));
     assert_eq!(lines.len(), 1 + 3);
-    assert!(lines[1].starts_with("0,t1,Refund me.,"), "{}", lines[1]);
+    assert!(lines[1].starts_with("1,0,t1,Refund me.,"), "{}", lines[1]);
+    // Export for spreadsheets: one row per text, the answers in words.
+    let sheet =
+        call(&app, "answers_sheet", json!({"texts": [{"text": "Refund me.", "id": "t1"}], "results": out})).unwrap();
+    let lines: Vec<&str> = sheet.as_str().unwrap().lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with("number,id,text,topic,topic probability (%),"), "{}", lines[0]);
+    assert!(lines[1].starts_with("1,t1,Refund me.,"), "{}", lines[1]);
+    // The summary per question: every text counted once per question.
+    let summary = call(&app, "answers_summary", json!({"results": out})).unwrap();
+    let topic = &summary[0];
+    assert_eq!(topic["criterion"], "topic");
+    let counted: u64 = topic["options"].as_array().unwrap().iter().map(|o| o["count"].as_u64().unwrap()).sum::<u64>()
+        + topic["no_answer"].as_u64().unwrap();
+    assert_eq!((counted, topic["texts"].as_u64().unwrap()), (1, 1));
+    let csv = call(&app, "summary_csv", json!({"results": out})).unwrap();
+    assert!(csv.as_str().unwrap().starts_with("question,type,answer,texts,share (%)"), "{csv}");
     // Errors come back as the library's message.
     let err = call(
         &app,
@@ -130,14 +152,14 @@ fn score_texts_returns_probabilities_per_criterion() {
         json!({"onProgress": "__CHANNEL__:20", "rubric": {"questions": {}}, "texts": [{"text": "x"}]}),
     )
     .unwrap_err();
-    assert!(err.as_str().unwrap().contains("questions"), "{err}");
+    assert!(shown(&err).as_str().contains("questions"), "{err}");
     let err = call(
         &app,
         "score_texts",
         json!({"onProgress": "__CHANNEL__:20", "rubric": rubric(), "texts": [{"text": "  "}]}),
     )
     .unwrap_err();
-    assert!(err.as_str().unwrap().contains("no text"), "{err}");
+    assert!(shown(&err).as_str().contains("no text"), "{err}");
 }
 
 /// The default model (`models/fetch`), for what the tiny random model cannot show: real
@@ -211,7 +233,7 @@ fn score_texts_abstains_under_a_confidence_or_a_letter_mass_on_the_default_model
     }
     // Out of range: the library's message.
     let err = score(json!({"abstainBelow": 1.5})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("from 0 to 1"), "{err}");
+    assert!(shown(&err).as_str().contains("from 0 to 1"), "{err}");
 }
 
 /// The committed calibration file fitted on the default model's 3-shot cyclic run.
@@ -248,12 +270,12 @@ fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
     }
     // Fitted on a cyclic run of the default model: refused with another debias mode or model.
     let err = score("none", Some(&smollm2), json!({"calibration": cal})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("--debias cyclic"), "{err}");
+    assert!(shown(&err).as_str().contains("--debias cyclic"), "{err}");
     let err = score("cyclic", None, json!({"calibration": cal})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("another model"), "{err}");
+    assert!(shown(&err).as_str().contains("another model"), "{err}");
     let not_one = repo().join("examples/support-ticket.rubric.json");
     let err = score("cyclic", Some(&smollm2), json!({"calibration": not_one})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("not a calibration file"), "{err}");
+    assert!(shown(&err).as_str().contains("not a calibration file"), "{err}");
 
     // An evaluation applies it and the result file records it, as `readout run --calibration`.
     let set = app.bench.parent().unwrap().join("evalsets/small.jsonl");
@@ -276,13 +298,13 @@ fn rubrics_round_trip_and_bad_ones_are_refused() {
     let back = call(&app, "load_rubric", json!({"path": p})).unwrap();
     assert_eq!(back, rubric());
     let err = call(&app, "save_rubric", json!({"path": p, "rubric": {"questions": {"q": {"type": "choice", "instructions": "x", "criteria": {"a": "one"}}}}})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("questions.q.criteria"), "{err}");
+    assert!(shown(&err).as_str().contains("questions.q.criteria"), "{err}");
     // Outside the results folder and never chosen in a save dialog: refused, nothing written.
     let outside = app.bench.parent().unwrap().join("outside.rubric.json");
     let err = call(&app, "save_rubric", json!({"path": outside, "rubric": rubric()})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("save dialog"), "{err}");
+    assert!(shown(&err).as_str().contains("save dialog"), "{err}");
     let err = call(&app, "write_text_file", json!({"path": outside, "contents": "x"})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("save dialog"), "{err}");
+    assert!(shown(&err).as_str().contains("save dialog"), "{err}");
     let escape = app.bench.join("..").join("escape.csv");
     assert!(call(&app, "write_text_file", json!({"path": escape, "contents": "x"})).is_err());
     assert!(!outside.exists() && !app.bench.parent().unwrap().join("escape.csv").exists());
@@ -299,6 +321,8 @@ fn evaluate_save_list_load_and_compare() {
     assert_eq!(names, ["authored144", "small"]);
     assert_eq!(sets[0]["rows"], 144);
     let path = sets[1]["path"].clone();
+    // Never measured: the Score page's verdict has no record of the default model.
+    assert_eq!(call(&app, "judge_record", json!({})).unwrap(), Value::Null);
     let a = call(
         &app,
         "run_eval",
@@ -322,6 +346,15 @@ fn evaluate_save_list_load_and_compare() {
     // own `general.name`.
     assert_eq!(a["model"]["name"], "Tiny");
     assert!(list.as_array().unwrap().iter().all(|e| e["model"] == "Tiny"), "{list}");
+    // The verdict's record: the newest complete run of the default model, with the figure for guessing
+    // as the Results table gives it.
+    let judge = call(&app, "judge_record", json!({})).unwrap();
+    assert_eq!((&judge["model"], &judge["eval_set"], &judge["rows"]), (&json!("Tiny"), &json!("small"), &json!(12)));
+    let entry = list.as_array().unwrap().iter().find(|e| e["file"] == judge["file"]).unwrap();
+    assert_eq!(entry["mean_family_balanced_accuracy"], judge["accuracy"]);
+    let chance = judge["chance"].as_f64().unwrap();
+    assert!(chance > 0.0 && chance < 1.0 && entry["chance"] == judge["chance"], "{judge}");
+    assert_eq!(call(&app, "judge_record", json!({"model": "/elsewhere/other.gguf"})).unwrap(), Value::Null);
     let loaded = call(&app, "load_result", json!({"file": saved})).unwrap();
     assert_eq!(loaded["schema"], "readout.result");
     let cmp = call(&app, "compare_results", json!({"a": saved, "b": second})).unwrap();
@@ -331,7 +364,7 @@ fn evaluate_save_list_load_and_compare() {
     let bad = app.bench.join("bad.jsonl");
     std::fs::write(&bad, "{\"id\": 1}\n").unwrap();
     let err = call(&app, "run_eval", json!({"request": {"evalSet": bad}, "onProgress": "__CHANNEL__:9"})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("bad.jsonl:1"), "{err}");
+    assert!(shown(&err).as_str().contains("bad.jsonl:1"), "{err}");
 }
 
 /// A bad eval set in the eval-set folder (how the window test gives the app one: a native file
@@ -350,14 +383,19 @@ fn a_bad_eval_set_names_its_line_and_field_and_the_app_goes_on() {
     let entry = &sets[1];
     assert_eq!((entry["rows"].as_u64(), entry["error"]["line"].as_u64()), (Some(0), Some(2)), "{entry}");
     assert_eq!(entry["error"]["field"], "options");
+    // In plain words, with the fix as a button; the library's text under Details.
     let message = entry["error"]["message"].as_str().unwrap();
+    assert_eq!(message, "Line 2 of bad-options.jsonl, field “options”: has 0 option(s); a criterion needs at least 2.");
+    assert_eq!(entry["error"]["fix"], json!({"kind": "skip_bad_lines"}));
+    let details = entry["error"]["details"].as_str().unwrap();
     for want in ["bad-options.jsonl:2:", "field `options`", "has 0 option(s)", "at least 2", "*Skip bad lines*"] {
-        assert!(message.contains(want), "`{want}` is not in: {message}");
+        assert!(details.contains(want), "`{want}` is not in: {details}");
     }
     assert!(sets[0].get("error").is_none() && sets[2].get("error").is_none(), "{sets}");
     // Run anyway: refused before any scoring, with the same message.
     let err = call(&app, "run_eval", json!({"request": {"evalSet": bad}, "onProgress": "__CHANNEL__:4"})).unwrap_err();
-    assert_eq!(err.as_str().unwrap(), message);
+    assert_eq!(err["message"].as_str(), Some(message));
+    assert_eq!(err["fix"], json!({"kind": "skip_bad_lines"}));
     // Skipping bad lines scores the good one and records the bad one.
     let r =
         call(&app, "run_eval", json!({"request": {"evalSet": bad, "skipBad": true}, "onProgress": "__CHANNEL__:5"}))
@@ -400,11 +438,9 @@ fn models_and_settings() {
     call(&app, "set_settings", json!({"settings": s})).unwrap();
     assert_eq!(call(&app, "get_settings", json!({})).unwrap()["threads"], 1);
     s["device"] = json!("tpu");
-    assert!(call(&app, "set_settings", json!({"settings": s}))
-        .unwrap_err()
-        .as_str()
-        .unwrap()
-        .contains("unknown device"));
+    let refused = call(&app, "set_settings", json!({"settings": s})).unwrap_err();
+    assert_eq!(refused["message"], "Choose Automatic, CPU, CUDA or Metal as the device.");
+    assert!(shown(&refused).contains("unknown device"), "{refused}");
     // What the UI sends (ui/src/api.ts): one `settings` argument holding what get_settings gave,
     // `deviceInUse` included, with threads 0 for all cores; the answer is the settings saved.
     s["device"] = json!("cpu");
@@ -413,7 +449,7 @@ fn models_and_settings() {
     assert_eq!((saved["device"].as_str(), saved["threads"].is_null()), (Some("cpu"), true), "{saved}");
     assert_eq!(call(&app, "get_settings", json!({})).unwrap()["device"], "cpu");
     let missing = call(&app, "add_model", json!({"path": "/nope/model.gguf"})).unwrap_err();
-    assert!(missing.as_str().unwrap().contains("does not exist"), "{missing}");
+    assert!(shown(&missing).as_str().contains("does not exist"), "{missing}");
     // The model held (added above, on the CPU asked for) is the device shown, with no fallback.
     let view = call(&app, "get_settings", json!({})).unwrap();
     assert!(view["deviceInUse"].as_str().unwrap().starts_with("cpu ("), "{view}");
@@ -456,7 +492,7 @@ fn derive_model_gives_the_librarys_figures() {
     assert_eq!(d["trim"]["prompt_tokens"], 600, "the library's default prompt length");
     assert_eq!(d["model"]["file"], "tiny.gguf");
     let err = call(&app, "derive_model", json!({"request": {"model": model, "pruneTo": 0}})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("prune-to"), "{err}");
+    assert!(shown(&err).as_str().contains("prune-to"), "{err}");
 }
 
 #[test]
@@ -525,7 +561,7 @@ fn cancel_mid_run_gives_a_valid_partial_file() {
     }
     // Nothing left to resume.
     let err = call(&app, "run_eval", json!({"request": request, "onProgress": "__CHANNEL__:11"})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("no partial run"), "{err}");
+    assert!(shown(&err).as_str().contains("no stopped run"), "{err}");
 }
 
 #[test]
@@ -574,8 +610,11 @@ fn a_bundled_set_that_cannot_be_written_is_listed_with_why() {
     let entry = &sets[0];
     assert_eq!(entry["name"], "authored144", "{sets}");
     assert_eq!(entry["rows"], 0);
+    // Said plainly; the folder's path under Details.
     let message = entry["error"]["message"].as_str().unwrap();
-    assert!(message.contains("data"), "{message}");
+    assert_eq!(message, "evalsets could not be read or written.");
+    let details = entry["error"]["details"].as_str().unwrap();
+    assert!(details.contains("data"), "{details}");
 }
 
 // ── Review: a person checks the judge on their own labels ───────────────────────────────────
@@ -729,7 +768,7 @@ fn a_review_keeps_its_labels_across_a_restart_and_undoes_one() {
     assert!(list[0]["created"].as_str().unwrap().ends_with('Z') && list[0].get("error").is_none(), "{list}");
     let err =
         call_on(&webview, "review_label", json!({"index": 0, "answers": person(0), "skipped": false})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("no review is open"), "{err}");
+    assert!(shown(&err).as_str().contains("No review is open"), "{err}");
     let reopened = call_on(&webview, "review_open", json!({"dir": list[0]["dir"]})).unwrap();
     assert_eq!(indices(&reopened), queue, "the same order after a restart");
     assert_eq!(reopened["counts"], json!({"texts": 20, "labelled": 5, "skipped": 0}));
@@ -773,7 +812,7 @@ fn a_review_keeps_its_labels_across_a_restart_and_undoes_one() {
     }
 
     // Errors are the library's (or the shell's) messages; nothing changes.
-    let bad = |cmd: &str, body: Value| call_on(&webview, cmd, body).unwrap_err().as_str().unwrap().to_string();
+    let bad = |cmd: &str, body: Value| shown(&call_on(&webview, cmd, body).unwrap_err());
     let e = bad("review_label", json!({"index": queue[6], "answers": [0, 0], "skipped": false}));
     assert!(e.contains("2 answers given for 3 criteria"), "{e}");
     let e = bad("review_label", json!({"index": queue[6], "answers": [9, 0, 0], "skipped": false}));
@@ -811,7 +850,7 @@ fn an_answers_file_opens_with_its_texts_and_a_bad_one_is_refused_by_its_line() {
         call(&app, "review_open_answers", json!({"answers": answers, "texts": texts, "rubric": rubric_file}))
     };
     let e = open(&answers, &texts).unwrap_err();
-    assert!(e.as_str().unwrap().contains("you chose with Open answers file"), "{e}");
+    assert!(shown(&e).as_str().contains("you chose with Open answers file"), "{e}");
     let state = app._app.state::<AppState>();
     state.allow(&answers);
     let view = open(&answers, &texts).unwrap();
@@ -829,14 +868,14 @@ fn an_answers_file_opens_with_its_texts_and_a_bad_one_is_refused_by_its_line() {
     std::fs::write(&bad, format!("{}\n{{\"index\": 1, \"criteria\": \n", lines[0])).unwrap();
     state.allow(&bad);
     let e = open(&bad, &texts).unwrap_err();
-    let e = e.as_str().unwrap();
-    assert!(e.starts_with(&format!("{}:2:", bad.display())), "{e}");
+    let e = shown(&e);
+    assert!(e.contains(&format!("{}:2:", bad.display())), "{e}");
     // Texts that are not the ones scored.
     let three = dir.path().join("three.csv");
     let csv = std::fs::read_to_string(&texts).unwrap();
     std::fs::write(&three, csv.lines().take(4).collect::<Vec<_>>().join("\n")).unwrap();
     let e = open(&answers, &three).unwrap_err();
-    assert!(e.as_str().unwrap().contains("holds 3 texts but"), "{e}");
+    assert!(shown(&e).as_str().contains("holds 3 texts but"), "{e}");
     // Rubric and texts of another job: refused by the library, and the review open stays.
     let u = call(&app, "review_undo", json!({"index": i})).unwrap();
     assert_eq!(u["counts"]["labelled"], 0);
@@ -849,14 +888,14 @@ fn a_review_of_answers_that_do_not_fit_their_texts_is_refused() {
     let results = scored_example().as_array().unwrap().clone();
     let e = call(&app, "review_start", json!({"rubric": rubric(), "texts": example_texts()[..3], "results": results}))
         .unwrap_err();
-    assert!(e.as_str().unwrap().contains("3 texts but 20 answers"), "{e}");
+    assert!(shown(&e).as_str().contains("3 texts but 20 answers"), "{e}");
     let e = call(
         &app,
         "review_start",
         json!({"rubric": {"name": "empty", "questions": {}}, "texts": example_texts(), "results": results}),
     )
     .unwrap_err();
-    assert!(e.as_str().unwrap().contains("questions"), "{e}");
+    assert!(shown(&e).as_str().contains("questions"), "{e}");
     assert_eq!(call(&app, "review_list", json!({})).unwrap(), json!([]));
 }
 
@@ -890,7 +929,7 @@ fn labelled_review(app: &App, n: usize) -> Value {
 fn a_fit_on_too_few_labels_is_refused_with_how_many_more_before_the_model_loads() {
     let app = app();
     let err = call(&app, "review_fit_state", json!({})).unwrap_err();
-    assert!(err.as_str().unwrap().contains("no review is open"), "{err}");
+    assert!(shown(&err).as_str().contains("No review is open"), "{err}");
     labelled_review(&app, 5);
     let s = call(&app, "review_fit_state", json!({})).unwrap();
     // 15 answers; the judge (the committed answers) against the person's: as the report counts.
@@ -910,7 +949,7 @@ fn a_fit_on_too_few_labels_is_refused_with_how_many_more_before_the_model_loads(
         json!({"model": "/nowhere/model.gguf", "debias": "none", "onProgress": "__CHANNEL__:60"}),
     )
     .unwrap_err();
-    let e = e.as_str().unwrap();
+    let e = shown(&e);
     assert!(e.contains("at least 50 of your answers") && e.contains("label at least 35 more"), "{e}");
 }
 
@@ -999,7 +1038,7 @@ fn a_fit_on_the_labels_runs_the_judge_and_writes_a_calibration_beside_them() {
         json!({"model": default_model(), "debias": "sideways", "onProgress": "__CHANNEL__:63"}),
     )
     .unwrap_err();
-    assert!(e.as_str().unwrap().contains("sideways"), "{e}");
+    assert!(shown(&e).as_str().contains("sideways"), "{e}");
 }
 
 // ── Results: agreement with gold, and the labels-curve files ────────────────────────────────
@@ -1077,11 +1116,11 @@ fn labels_curve_files_are_listed_apart_from_the_runs_and_read() {
     // A result file is not a labels curve, and says so.
     let run = runs[0]["file"].clone();
     let e = call(&app, "load_labels_curve", json!({"file": run})).unwrap_err();
-    assert!(e.as_str().unwrap().contains("not a labels-curve file"), "{e}");
+    assert!(shown(&e).as_str().contains("not a labels-curve file"), "{e}");
     let newer = app.bench.join("labels-curve-newer.json");
     std::fs::write(&newer, raw.to_string().replace("\"schema_version\":1", "\"schema_version\":9")).unwrap();
     let e = call(&app, "load_labels_curve", json!({"file": newer})).unwrap_err();
-    assert!(e.as_str().unwrap().contains("version 9"), "{e}");
+    assert!(shown(&e).as_str().contains("version 9"), "{e}");
 }
 
 // ── The UI's half of the contract ───────────────────────────────────────────────────────────
@@ -1197,7 +1236,7 @@ fn mock_review() -> MockReview {
         // Refused before a model loads (fewer answers than a fit needs); not tried when ready.
         let refusal = (!readiness.ready).then(|| {
             let e = call(&app, "review_fit", json!({"debias": "none", "onProgress": "__CHANNEL__:70"})).unwrap_err();
-            e.as_str().unwrap().to_string()
+            e["message"].as_str().unwrap().to_string()
         });
         MockReviewStep { labels, report, readiness, refusal }
     };
@@ -1402,6 +1441,13 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
         "labels-curve.json".to_string(),
         pretty(&call(&app, "load_labels_curve", json!({"file": curve})).unwrap()),
     );
+    // The texts of the cyclic run's rows (the bundled eval set, found by its checksum), as the
+    // result view shows them beside the rows that changed with the option order.
+    let cyclic = readout::formats::results::ResultFile::load(&runs[0].1).unwrap();
+    let row_texts = call(&app, "row_texts", json!({"evalSet": cyclic.eval_set})).unwrap();
+    assert!(row_texts["missing"].is_null(), "{row_texts}");
+    assert_eq!(row_texts["texts"].as_object().map(|t| t.len()), Some(144), "one text per row");
+    fixtures.insert("row-texts.json".to_string(), pretty(&row_texts));
     sync_dir(&repo().join("ui/src/fixtures"), ".json", &fixtures);
 }
 
@@ -1474,7 +1520,7 @@ fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
     done.store(true, Ordering::SeqCst);
     canceller.join().unwrap();
     let err = stopped.unwrap_err();
-    let err = err.as_str().unwrap();
+    let err = shown(&err);
     assert!(err.contains("was stopped after") && err.contains("resumes from there"), "{err}");
     assert_eq!(call(&app, "list_models", json!({})).unwrap(), json!([]));
 
@@ -1506,9 +1552,9 @@ fn the_default_model_is_pulled_from_the_hub_with_progress_cancel_and_resume() {
     .unwrap();
     // A bad spec and a repository the hub does not have are the library's errors.
     let bad = call(&app, "pull_model", json!({"spec": "no-slash", "onProgress": "__CHANNEL__:32"})).unwrap_err();
-    assert!(bad.as_str().unwrap().contains("ORG/REPO"), "{bad}");
+    assert!(shown(&bad).as_str().contains("ORG/REPO"), "{bad}");
     let missing = call(&app, "pull_model", json!({"spec": "test/none", "onProgress": "__CHANNEL__:33"})).unwrap_err();
-    assert!(missing.as_str().unwrap().contains("is not on the hub"), "{missing}");
+    assert!(shown(&missing).as_str().contains("is not on the hub"), "{missing}");
 }
 
 /// A model without a chat template (a base model) is added, says it needs one, is refused with
@@ -1538,14 +1584,14 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
         )
     };
     let refused = score(40).unwrap_err();
-    let refused = refused.as_str().unwrap();
-    assert!(
-        refused.contains("no chat template") && refused.contains("on the Models page") && refused.contains("gemma"),
-        "{refused}"
-    );
-    assert!(!refused.contains("--chat-template"), "the app names its own control, not the CLI's flag: {refused}");
+    // The fix: the family a Qwen model most likely expects, as a button; the names under Details.
+    assert_eq!(refused["fix"], json!({"kind": "use_template", "name": "chatml", "model": base}), "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("no chat template") && message.contains("chatml"), "{message}");
+    assert!(!message.contains("--chat-template"), "the app names its own control, not the CLI's flag: {message}");
+    assert!(shown(&refused).contains("gemma"), "{refused}");
     let unknown = call(&app, "set_chat_template", json!({"path": base, "template": "nope-family"})).unwrap_err();
-    assert!(unknown.as_str().unwrap().contains("chatml, gemma"), "{unknown}");
+    assert!(shown(&unknown).as_str().contains("chatml, gemma"), "{unknown}");
     let chosen = call(&app, "set_chat_template", json!({"path": base, "template": "gemma"})).unwrap();
     assert_eq!(chosen["chat_template"], "gemma");
     let models = call(&app, "list_models", json!({})).unwrap();
@@ -1564,4 +1610,56 @@ fn a_model_without_a_chat_template_gets_one_chosen_on_the_models_page() {
     // Back to the model's own: refused again.
     call(&app, "set_chat_template", json!({"path": base, "template": null})).unwrap();
     assert!(score(43).is_err());
+}
+
+// ── Calibrate from an Evaluate run ──────────────────────────────────────────────────────────
+
+/// "Calibrate from this run": `readout calibrate`'s fit on a saved run, its file beside the run.
+#[test]
+fn calibrate_from_a_run_writes_what_readout_calibrate_writes_beside_it() {
+    use readout::formats::calibration::CalibrationFile;
+    use readout::formats::results::ResultFile;
+    let app = app();
+    let quality = repo().join("bench/results/quality");
+    let name = "smollm2-135m-instruct.q4_1_3shot_cyclic";
+    let run = app.bench.join(format!("{name}.json"));
+    std::fs::copy(quality.join(format!("{name}.json")), &run).unwrap();
+    let fitted = call(&app, "calibrate_result", json!({"file": run})).unwrap();
+    let out = app.bench.join(format!("{name}.calibration.json"));
+    assert_eq!((&fitted["file"], &fitted["result_file"]), (&json!(out), &json!(run)), "{fitted}");
+    let (kept, _) = CalibrationFile::load(&out).unwrap();
+    assert_eq!(fitted["calibration"], serde_json::to_value(&kept).unwrap());
+    // The committed calibration beside the committed run is `readout calibrate`'s (5 folds, seed 0).
+    let (cli, _) = CalibrationFile::load(&quality.join(format!("{name}.calibration.json"))).unwrap();
+    assert_eq!(kept.fitted_on, cli.fitted_on);
+    assert_eq!((kept.fitted_on.rows, kept.fitted_on.wrong), (144, 83));
+    assert!((kept.temperature - cli.temperature).abs() < 1e-9, "{} vs {}", kept.temperature, cli.temperature);
+    assert!((kept.held_out.after.ece - cli.held_out.after.ece).abs() < 1e-9);
+    assert_eq!(fitted["at_range_edge"], false);
+    // Again: the same file, replaced.
+    assert_eq!(
+        call(&app, "calibrate_result", json!({"file": run})).unwrap()["calibration"]["temperature"],
+        json!(kept.temperature)
+    );
+
+    // Refused in plain words (no flag named): a run that applied a temperature, a run too small,
+    // and a file outside the results folder that no dialog chose.
+    let applied = app.bench.join("applied.json");
+    std::fs::copy(quality.join(format!("{name}_temperature.json")), &applied).unwrap();
+    // (An error is the app's `{message, fix, details}`; the message is what the window shows.)
+    let said = |e: Value| e.get("message").and_then(Value::as_str).or(e.as_str()).unwrap_or_default().to_string();
+    let e = said(call(&app, "calibrate_result", json!({"file": applied})).unwrap_err());
+    assert!(e.contains("already used a temperature") && !e.contains("--"), "{e}");
+    let mut small = ResultFile::load(&run).unwrap();
+    small.rows.truncate(12);
+    small.summarize();
+    let small_file = app.bench.join("small.json");
+    small.write(&small_file).unwrap();
+    let e = said(call(&app, "calibrate_result", json!({"file": small_file})).unwrap_err());
+    assert!(e.contains("This run has 12 rows") && !e.contains("--"), "{e}");
+    assert!(!app.bench.join("small.calibration.json").exists());
+    let elsewhere = app._dir.path().join(format!("{name}.json"));
+    std::fs::copy(&run, &elsewhere).unwrap();
+    let e = said(call(&app, "calibrate_result", json!({"file": elsewhere})).unwrap_err());
+    assert!(e.contains("results folder") && !elsewhere.with_extension("calibration.json").exists(), "{e}");
 }

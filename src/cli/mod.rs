@@ -295,6 +295,32 @@ fn info(a: InfoArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The error as the CLI prints it: the chain of messages (`{:#}`), with the advice the library
+/// leaves to each shell worded here, with the CLI's flags.
+pub fn describe(err: &anyhow::Error) -> String {
+    use readout::Error as E;
+    let text = format!("{err:#}");
+    match err.chain().last().and_then(|e| e.downcast_ref::<E>()) {
+        Some(E::PromptTooLong { part, without, cut_helps, .. }) => {
+            let advice = if !cut_helps {
+                if *part == "state" {
+                    format!(
+                        "without its state the prompt (system turn, shots, question and options) is still {without} tokens, so cutting the state cannot make it fit: use fewer --shots, shorter questions, or a model with a longer context"
+                    )
+                } else {
+                    format!(
+                        "without the text the prompt (system turn, question and options) is still {without} tokens, so cutting the text cannot make it fit: shorten the rubric's questions or use a model with a longer context"
+                    )
+                }
+            } else {
+                format!("shorten the {part}, or pass --truncate-middle to cut it from the middle (its head and tail are kept)")
+            };
+            format!("{text}: {advice}.")
+        }
+        _ => text,
+    }
+}
+
 /// Exit codes, as the README documents them.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     use readout::Error as E;

@@ -36,8 +36,8 @@ pub struct ScoreArgs {
     /// it are decided (--as-finished: as soon as its own text is).
     #[arg(long, conflicts_with = "csv")]
     json: bool,
-    /// Print CSV instead of a table: a header, then one row per text and criterion (index, id,
-    /// text, criterion, type, chosen, probability, margin, close, order_unstable, expected_level,
+    /// Print CSV instead of a table: a header, then one row per text and criterion (number (from
+    /// 1), index (from 0), id, text, criterion, type, chosen, probability, margin, close, order_unstable, expected_level,
     /// letter_mass, abstained, options), in text order, flushed as each text is decided; the
     /// app's Export CSV writes the same columns.
     #[arg(long)]

@@ -4,7 +4,9 @@
 // for tests and development (a production build has no mock). The command names, argument
 // names and JSON shapes are the IPC contract: see README.md.
 import { Channel, invoke } from '@tauri-apps/api/core';
+import type { AppError as ShellError } from './gen/AppError';
 import type { DeriveRequest } from './gen/DeriveRequest';
+import type { Fix } from './gen/Fix';
 import type { RunRequest as ShellRunRequest } from './gen/RunRequest';
 import type { Settings as ShellSettings } from './gen/Settings';
 import type {
@@ -13,15 +15,21 @@ import type {
   DebiasMode,
   Derivation,
   EvalSetEntry,
+  EvalSetRecord,
   Example,
   FitState,
   Fitted,
   LabelsCurveEntry,
   LabelsCurveFile,
+  RowTexts,
+  ScoredEntry,
+  ScoredFile,
   ModelEntry,
   PickKind,
   Progress,
   PullProgress,
+  Recent,
+  RecentKind,
   Report,
   ResultEntry,
   ResultFile,
@@ -29,12 +37,16 @@ import type {
   ReviewUpdate,
   ReviewView,
   Rubric,
+  RubricEntry,
   RunRequest,
   ScoreOptions,
   ScoreProgress,
+  Session,
   Settings,
   TextIn,
   TextResult,
+  QuestionSummary,
+  JudgeRecord,
 } from './types';
 
 export type * from './types';
@@ -86,6 +98,14 @@ export interface Backend {
   exportText(kind: 'export_csv' | 'export_json', defaultName: string, contents: string): Promise<string | null>;
   /** Scored answers as the library's CSV table (the columns of `readout score --csv`). */
   answersCsv(texts: TextIn[], results: TextResult[]): Promise<string>;
+  /** Scored answers for a spreadsheet: one row per text, numbered from 1, the answers in words. */
+  answersSheet(texts: TextIn[], results: TextResult[]): Promise<string>;
+  /** The library's summary per question: how many texts got each answer, how many are flagged. */
+  answersSummary(results: TextResult[]): Promise<QuestionSummary[]>;
+  /** That summary as a table for a spreadsheet (one row per question and answer). */
+  summaryCsv(results: TextResult[]): Promise<string>;
+  /** The newest complete run of `model` (the default when absent) in the results folder: how often it was right; null when never measured. */
+  judgeRecord(model?: string): Promise<JudgeRecord | null>;
   /** Starts a review of texts just scored (a folder in the app's data folder) and opens it. */
   reviewStart(rubric: Rubric, texts: TextIn[], results: TextResult[]): Promise<ReviewView>;
   /** The review folders the app keeps, newest first. */
@@ -104,9 +124,30 @@ export interface Backend {
   reviewFitState(): Promise<FitState>;
   /** Runs the judge (`model`, the default when absent, with `debias`) on the review's labels file, fits a temperature on that run and writes both beside the labels; stopped by `cancelRun`. */
   reviewFit(req: { model?: string; debias: DebiasMode }, onProgress: (p: Progress) => void): Promise<Fitted>;
+  /** "Calibrate from this run": fits a temperature on a saved result file (`readout calibrate`'s fit) and writes NAME.calibration.json beside it. */
+  calibrateResult(file: string): Promise<Fitted>;
   /** The labels-curve files (`readout bench labels`) in the results folder, or in `dir`. */
   listLabelsCurves(dir?: string): Promise<LabelsCurveEntry[]>;
   loadLabelsCurve(file: string): Promise<LabelsCurveFile>;
+  /** My rubrics: the rubrics kept in the app's data folder, by name. */
+  rubricLibraryList(): Promise<RubricEntry[]>;
+  /** Keeps a rubric in My rubrics (one of the same name is replaced); checked first. */
+  rubricLibrarySave(rubric: Rubric): Promise<RubricEntry>;
+  rubricLibraryDelete(path: string): Promise<void>;
+  /** The texts, rubric and export files opened lately, newest first. */
+  recentList(): Promise<Recent>;
+  /** Remembers a file chosen in a dialog (or one already listed); gives the lists back. */
+  recentAdd(kind: RecentKind, path: string): Promise<Recent>;
+  /** The contents of a texts file chosen in a dialog or listed in the recent files. */
+  readTextsFile(path: string): Promise<string>;
+  /** The Score page as it was left (null at a first start), and keeping it. */
+  sessionLoad(): Promise<Session | null>;
+  sessionSave(session: Session): Promise<void>;
+  /** The scorings kept in the results folder (one per Score), or in `dir`, newest first. */
+  listScored(dir?: string): Promise<ScoredEntry[]>;
+  loadScored(file: string): Promise<ScoredFile>;
+  /** The texts of a run's rows (from the eval set it read, when unchanged on this computer). */
+  rowTexts(evalSet: EvalSetRecord): Promise<RowTexts>;
 }
 
 /** Settings as the shell sends them, with `threads` 0 (all cores) where it keeps none. */
@@ -159,6 +200,10 @@ const tauriBackend: Backend = {
     return path;
   },
   answersCsv: (texts, results) => invoke<string>('answers_csv', { texts: texts satisfies TextIn[], results }),
+  answersSheet: (texts, results) => invoke<string>('answers_sheet', { texts: texts satisfies TextIn[], results }),
+  answersSummary: (results) => invoke<QuestionSummary[]>('answers_summary', { results }),
+  summaryCsv: (results) => invoke<string>('summary_csv', { results }),
+  judgeRecord: (model) => invoke<JudgeRecord | null>('judge_record', strip({ model })),
   reviewStart: (rubric, texts, results) => invoke<ReviewView>('review_start', { rubric, texts: texts satisfies TextIn[], results }),
   reviewList: () => invoke<ReviewEntry[]>('review_list'),
   reviewOpen: (dir) => invoke<ReviewView>('review_open', { dir }),
@@ -169,8 +214,20 @@ const tauriBackend: Backend = {
   reviewFitState: () => invoke<FitState>('review_fit_state'),
   reviewFit: ({ model, debias }, onProgress) =>
     invoke<Fitted>('review_fit', { ...strip({ model, debias }), onProgress: new Channel<Progress>(onProgress) }),
+  calibrateResult: (file) => invoke<Fitted>('calibrate_result', { file }),
   listLabelsCurves: (dir) => invoke<LabelsCurveEntry[]>('list_labels_curves', strip({ dir })),
   loadLabelsCurve: (file) => invoke<LabelsCurveFile>('load_labels_curve', { file }),
+  rubricLibraryList: () => invoke<RubricEntry[]>('rubric_library_list'),
+  rubricLibrarySave: (rubric) => invoke<RubricEntry>('rubric_library_save', { rubric }),
+  rubricLibraryDelete: (path) => invoke<void>('rubric_library_delete', { path }),
+  recentList: () => invoke<Recent>('recent_list'),
+  recentAdd: (kind, path) => invoke<Recent>('recent_add', { kind, path }),
+  readTextsFile: (path) => invoke<string>('read_texts_file', { path }),
+  sessionLoad: () => invoke<Session | null>('session_load'),
+  sessionSave: (session) => invoke<void>('session_save', { session }),
+  listScored: (dir) => invoke<ScoredEntry[]>('list_scored', strip({ dir })),
+  loadScored: (file) => invoke<ScoredFile>('load_scored', { file }),
+  rowTexts: (evalSet) => invoke<RowTexts>('row_texts', { evalSet }),
 };
 
 export const inTauri = (): boolean => typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
@@ -201,8 +258,12 @@ const call =
   <K extends keyof Backend>(k: K) =>
   async (...args: Parameters<Backend[K]>): Promise<Awaited<ReturnType<Backend[K]>>> => {
     const b = await getBackend();
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return (b[k] as any)(...args);
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      return await (b[k] as any)(...args);
+    } catch (e) {
+      throw toAppError(e);
+    }
   };
 
 export const scoreTexts = call('scoreTexts');
@@ -213,6 +274,7 @@ export const listEvalSets = call('listEvalSets');
 export const runEval = call('runEval');
 export const cancelRun = call('cancelRun');
 export const saveResult = call('saveResult');
+export const calibrateResult = call('calibrateResult');
 export const listResults = call('listResults');
 export const loadResult = call('loadResult');
 export const compareResults = call('compareResults');
@@ -229,6 +291,10 @@ export const setSettings = call('setSettings');
 export const pickFile = call('pickFile');
 export const exportText = call('exportText');
 export const answersCsv = call('answersCsv');
+export const answersSheet = call('answersSheet');
+export const answersSummary = call('answersSummary');
+export const summaryCsv = call('summaryCsv');
+export const judgeRecord = call('judgeRecord');
 export const reviewStart = call('reviewStart');
 export const reviewList = call('reviewList');
 export const reviewOpen = call('reviewOpen');
@@ -240,11 +306,49 @@ export const reviewFitState = call('reviewFitState');
 export const reviewFit = call('reviewFit');
 export const listLabelsCurves = call('listLabelsCurves');
 export const loadLabelsCurve = call('loadLabelsCurve');
+export const rubricLibraryList = call('rubricLibraryList');
+export const rubricLibrarySave = call('rubricLibrarySave');
+export const rubricLibraryDelete = call('rubricLibraryDelete');
+export const recentList = call('recentList');
+export const recentAdd = call('recentAdd');
+export const readTextsFile = call('readTextsFile');
+export const sessionLoad = call('sessionLoad');
+export const sessionSave = call('sessionSave');
+export const listScored = call('listScored');
+export const loadScored = call('loadScored');
+export const rowTexts = call('rowTexts');
 
 /**
- * The message to show for a failed call. Tauri rejects with whatever the command's `Err`
- * serialises to: a string (the error's Display, which names file, line and field) is shown as
- * it is; an object's `message` is used when it has one.
+ * A failed call, as every page gets it: the shell's `AppError` (one plain sentence, a fix the
+ * page can offer as a button, the library's own text for a folded "Details"). Tauri rejects with
+ * the error object the command's `Err` serialises to; the mock throws the same shape.
+ */
+export class AppError extends Error implements ShellError {
+  fix: Fix | null;
+  details: string | null;
+  constructor(e: ShellError) {
+    super(e.message);
+    this.name = 'AppError';
+    this.fix = e.fix ?? null;
+    this.details = e.details ?? null;
+  }
+}
+
+export type { Fix };
+
+/** Whatever a call threw, as an `AppError` (a plain string or Error becomes its message). */
+export function toAppError(e: unknown): AppError {
+  if (e instanceof AppError) return e;
+  if (e && typeof e === 'object' && typeof (e as ShellError).message === 'string' && !(e instanceof Error)) {
+    const o = e as Partial<ShellError> & { message: string };
+    return new AppError({ message: o.message, fix: o.fix ?? null, details: o.details ?? null });
+  }
+  return new AppError({ message: errorMessage(e), fix: null, details: null });
+}
+
+/**
+ * The message to show for a failed call: the error's plain sentence (an `AppError`'s, or any
+ * Error's), a string as it is, an object's `message` when it has one.
  */
 export function errorMessage(e: unknown): string {
   if (typeof e === 'string') return e;

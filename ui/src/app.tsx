@@ -1,13 +1,13 @@
 // The shell of the page: left navigation, four pages kept alive (a run goes on while you look
 // elsewhere), and the models and settings shared by the pages.
 import { useEffect, useState } from 'preact/hooks';
-import { cancelPull, catalogue as getCatalogue, errorMessage, getSettings, inTauri, listModels, pullModel, setSettings } from './api';
+import { cancelPull, catalogue as getCatalogue, errorMessage, getSettings, inTauri, listModels, pullModel, setSettings, toAppError } from './api';
 import { FirstStart, isStopped, type PullState } from './components/Pull';
 import { EvaluatePage } from './pages/Evaluate';
 import { type ModelsState, ModelsPage, type SettingsState } from './pages/Models';
 import { ResultsPage } from './pages/Results';
 import { ScorePage } from './pages/Score';
-import type { CatalogueItem, Settings } from './types';
+import type { CatalogueItem, Fitted, Settings } from './types';
 
 const PAGES = [
   { id: 'score', label: 'Score', hint: 'Answer questions about texts' },
@@ -27,6 +27,12 @@ export function App() {
   const [models, setModels] = useState<ModelsState>({ status: 'loading' });
   const [settings, setSettingsState] = useState<SettingsState>({ status: 'loading' });
   const [resultsRefresh, setResultsRefresh] = useState(0);
+  // A calibration the Evaluate page fitted, handed to the Score page ("Use it when scoring").
+  const [fitForScore, setFitForScore] = useState<{ fitted: Fitted; n: number } | null>(null);
+  function handOverCalibration(fitted: Fitted) {
+    setFitForScore((cur) => ({ fitted, n: (cur?.n ?? 0) + 1 }));
+    location.hash = '#/score';
+  }
   const [catalogue, setCatalogue] = useState<CatalogueItem[]>([]);
   // One download from the hub at a time, shared by the first-start offer and the Models page.
   const [pull, setPull] = useState<PullState>({ status: 'idle' });
@@ -56,6 +62,11 @@ export function App() {
   /** Read the settings again without a loading state: the device in use (and any fallback from
    * the GPU) is known only once a model has been loaded, by a score or a run. */
   async function refreshDevice() {
+    // The models too, quietly: a fix on another page may have chosen a model's chat template.
+    listModels().then(
+      (list) => setModels({ status: 'ready', list }),
+      () => undefined,
+    );
     try {
       const next = await getSettings();
       setSettingsState((cur) => (cur.status === 'ready' ? { status: 'ready', settings: next } : cur));
@@ -84,8 +95,8 @@ export function App() {
       void reloadModels();
       void refreshDevice();
     } catch (e) {
-      const message = errorMessage(e);
-      setPull(isStopped(message) ? { status: 'stopped', spec, message } : { status: 'error', spec, message });
+      const error = toAppError(e);
+      setPull(isStopped(error) ? { status: 'stopped', spec, message: error.message } : { status: 'error', spec, message: error.message, error });
     }
   }
   async function stopPull() {
@@ -132,10 +143,16 @@ export function App() {
       <main class="main">
         {noModel && page !== 'models' && <FirstStart item={catalogue.find((c) => c.default)} pull={pull} onPull={startPull} onCancel={stopPull} />}
         <div hidden={page !== 'score'}>
-          <ScorePage models={modelList} defaultModel={s?.defaultModel} onModelUsed={refreshDevice} />
+          <ScorePage models={modelList} defaultModel={s?.defaultModel} onModelUsed={refreshDevice} fit={fitForScore} />
         </div>
         <div hidden={page !== 'evaluate'}>
-          <EvaluatePage models={modelList} defaultModel={s?.defaultModel} onSaved={() => setResultsRefresh((n) => n + 1)} onModelUsed={refreshDevice} />
+          <EvaluatePage
+            models={modelList}
+            defaultModel={s?.defaultModel}
+            onSaved={() => setResultsRefresh((n) => n + 1)}
+            onModelUsed={refreshDevice}
+            onUseCalibration={handOverCalibration}
+          />
         </div>
         <div hidden={page !== 'results'}>
           <ResultsPage benchDir={s?.benchDir} refresh={resultsRefresh} active={page === 'results'} />

@@ -43,9 +43,17 @@ import noneFixture from './fixtures/smollm2-135m-instruct.q4_1_3shot_none.json';
 import mockFixture from './fixtures/mock.json';
 import reviewFixture from './fixtures/review.json';
 import labelsCurveFixture from './fixtures/labels-curve.json';
+import rowTextsFixture from './fixtures/row-texts.json';
+// `readout calibrate` on the default model's 3-shot run with every rotation (the run of
+// ./fixtures/smollm2-135m-instruct.q4_1_3shot_cyclic.json): what "Calibrate from this run" gives
+// for that run (src-tauri's tests check the command writes the same file).
+import cyclicCalibrationFile from '../../bench/results/quality/smollm2-135m-instruct.q4_1_3shot_cyclic.calibration.json';
+import type { AppError } from './gen/AppError';
+import type { Fix } from './gen/Fix';
 import type { MockFixtures } from './gen/MockFixtures';
 import type { MockReview } from './gen/MockReview';
 import type {
+  CalibrationFile,
   CriterionResult,
   DebiasMode,
   EvalSetEntry,
@@ -54,18 +62,24 @@ import type {
   FitState,
   LabelsCurveEntry,
   LabelsCurveFile,
+  RowTexts,
+  ScoredEntry,
+  ScoredFile,
   ModelEntry,
   OptionResult,
   PickKind,
+  QuestionSummary,
   ResultEntry,
   ResultFile,
   ReviewEntry,
   ReviewLabel,
   ReviewUpdate,
+  Recent,
   ReviewView,
   Rubric,
   ScoreOptions,
   ScoreProgress,
+  Session,
   Settings,
   TextResult,
 } from './types';
@@ -78,16 +92,42 @@ const BADSET = query.get('badset') === '1';
 const FALLBACK = query.get('fallback') === '1';
 const OLD = query.get('old') === '1';
 
-/** The library's message for the bad set (as `EvalSet::load` words it). */
-const badSetMessage = (path: string) =>
-  `${path}:2: field \`options\`: has 0 option(s); a criterion needs at least 2. Nothing was scored: fix that line, or skip bad lines (\`--skip-bad\` in the CLI, *Skip bad lines* in the app) to score the rest and record them`;
+/** A command's error as the shell gives it (`AppError`): one plain sentence, the fix the window
+ * offers as a button, and the library's own text for Details. */
+const fail = (message: string, details: string | null = null, fix: Fix | null = null): AppError => ({ message, fix, details });
+
+/** The file name of a path, as the shell names a file in a message. */
+const nameOf = (path: string) => path.split('/').pop() ?? path;
+
+/** The shell's error for a bad line of a file (`readout::Error::BadInput`): its place and reason, the library's text under Details. */
+const badLine = (file: string, field: string, reason: string, line = 1) =>
+  fail(`Line ${line} of ${nameOf(file)}, field “${field}”: ${reason.replace(/`([^`]*)`/g, '“$1”')}.`, `${file}:${line}: field \`${field}\`: ${reason}`);
+
+/** The shell's error for a file that is not there (`AppError::io`). */
+const missing = (path: string) => fail(`${nameOf(path)} is not there: it may have been moved, renamed or deleted.`, `${path}: No such file or directory (os error 2)`);
+
+/** The shell's error for the bad set (the library's message, as `EvalSet::load` words it, under Details). */
+const badSet = (path: string) =>
+  fail(
+    `Line 2 of ${nameOf(path)}, field “options”: has 0 option(s); a criterion needs at least 2.`,
+    `${path}:2: field \`options\`: has 0 option(s); a criterion needs at least 2. Nothing was scored: fix that line, or skip bad lines (\`--skip-bad\` in the CLI, *Skip bad lines* in the app) to score the rest and record them`,
+    { kind: 'skip_bad_lines' },
+  );
+
+/** `kept` of `total` bytes as the shell words them (`error::mb_of`): "23 of 253 MB", a tenth under 10 MB. */
+const megabytes = (kept: number, total: number) => {
+  const mb = (b: number) => (b / 1e6 < 10 ? (b / 1e6).toFixed(1) : (b / 1e6).toFixed(0));
+  return `${mb(kept)} of ${mb(total)} MB`;
+};
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const latency = (ms = 120) => sleep(ms + (SLOW ? 3000 : 0));
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T;
 
-function failIf(command: string, message: string): void {
-  if (FAIL.has(command)) throw message;
+/** Fail `command` when the page asked for it (`?fail=command`): `message` in the app's words,
+ * `details` the library's. */
+function failIf(command: string, message: string, details: string | null = null, fix: Fix | null = null): void {
+  if (FAIL.has(command)) throw fail(message, details, fix);
 }
 
 // JSON imports are typed by their contents (plain strings where the types have unions): the
@@ -116,9 +156,12 @@ const CALIBRATIONS = new Map<string, { file: string; debias: DebiasMode; tempera
 function checkCalibration(path: string | undefined, debias: DebiasMode): void {
   if (!path) return;
   const c = CALIBRATIONS.get(path);
-  if (!c) throw `${path}: No such file or directory (os error 2)`;
+  if (!c) throw missing(path);
   if (c.debias !== debias) {
-    throw `${c.file} was fitted on a run with --debias ${c.debias}; use --debias ${c.debias} with it, or fit one on a run with --debias ${debias}`;
+    throw fail(
+      `This temperature was fitted with the option order “${c.debias}”: choose that order, or a temperature fitted with this one.`,
+      `${c.file} was fitted on a run with --debias ${c.debias}; use --debias ${c.debias} with it, or fit one on a run with --debias ${debias}`,
+    );
   }
 }
 /** The bundled run a mock run of `debias` replays. */
@@ -128,9 +171,16 @@ const runFor = (debias: DebiasMode) => (debias === 'none' ? RUNS[1] : RUNS[0]);
 
 const [SMOLLM2, QWEN3_06B, QWEN3_4B, GEMMA3_270M] = FIXTURES.models;
 
-/** The shell's refusal of a model without a chat template (`state::load_error`). */
-const noTemplateMessage = (path: string) =>
-  `${path}: the model carries no chat template (a base model?). Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+/** The shell's refusal of a model without a chat template (`error::no_template`): the family its
+ * architecture most likely expects as the fix, the names under Details. */
+const noTemplate = (path: string) => {
+  const family = FIXTURES.models.find((m) => m.path === path)?.architecture.startsWith('gemma') ? 'gemma' : 'chatml';
+  return fail(
+    `This model has no chat template, the way of writing a conversation it was trained on; it is most likely ${family}'s.`,
+    `${path}: the model carries no chat template (a base model?). Name the chat template to read it with: --chat-template NAME|FILE, where NAME is one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or FILE a Jinja template`,
+    { kind: 'use_template', name: family, model: path },
+  );
+};
 
 /** Where the mock's hub cache keeps a pulled file. */
 const cachePath = (spec: string) => {
@@ -139,6 +189,43 @@ const cachePath = (spec: string) => {
 };
 
 // ---- scoring texts ----
+
+/** A CSV field, quoted where it must be (as the csv crate writes it). */
+const sheetField = (v: unknown): string => {
+  const s = v === null || v === undefined ? '' : String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+};
+
+/** The library's `answers::summary`: per question, the texts per option, those with no answer,
+ * and the flagged ones (close, changed on reorder, or not given). */
+function summaryOf(results: TextResult[]): QuestionSummary[] {
+  const first = results[0];
+  if (!first) return [];
+  return first.criteria.map((head, k) => {
+    const q: QuestionSummary = {
+      criterion: head.criterion,
+      type: head.type,
+      texts: 0,
+      options: head.options.map((o) => ({ id: o.id, description: o.description, count: 0 })),
+      no_answer: 0,
+      close: 0,
+      order_unstable: null,
+      flagged: 0,
+    };
+    for (const r of results) {
+      const c = r.criteria[k];
+      if (!c) continue;
+      q.texts += 1;
+      const o = q.options.find((x) => x.id === c.chosen);
+      if (o) o.count += 1;
+      else q.no_answer += 1;
+      if (c.close) q.close += 1;
+      if (c.order_unstable !== null) q.order_unstable = (q.order_unstable ?? 0) + (c.order_unstable ? 1 : 0);
+      if (c.close || c.order_unstable === true || c.abstained) q.flagged += 1;
+    }
+    return q;
+  });
+}
 
 /** FNV-1a, for deterministic made-up numbers. */
 function hash(s: string): number {
@@ -174,17 +261,17 @@ function optionsOf(q: Rubric['questions'][string]): Opt[] {
  * fixture carries the library's rubric errors (its own add ` (the format: docs/rubric.md)`). */
 function checkRubric(rubric: Rubric, file: string): void {
   const names = Object.keys(rubric.questions ?? {});
-  if (!rubric.name?.trim()) throw `${file}:1: field \`name\`: must not be empty`;
-  if (names.length === 0) throw `${file}:1: field \`questions\`: has no questions; a rubric needs at least 1`;
+  if (!rubric.name?.trim()) throw badLine(file, `name`, `must not be empty`);
+  if (names.length === 0) throw badLine(file, `questions`, `has no questions; a rubric needs at least 1`);
   for (const name of names) {
     const q = rubric.questions[name];
-    if (!q.instructions?.trim()) throw `${file}:1: field \`questions.${name}.instructions\`: must not be empty`;
+    if (!q.instructions?.trim()) throw badLine(file, `questions.${name}.instructions`, `must not be empty`);
     const opts = optionsOf(q);
     if (q.type !== 'noul' && opts.length < 2) {
-      throw `${file}:1: field \`questions.${name}.criteria\`: has ${opts.length} option(s); a criterion needs at least 2`;
+      throw badLine(file, `questions.${name}.criteria`, `has ${opts.length} option(s); a criterion needs at least 2`);
     }
     if (opts.length > 26) {
-      throw `${file}:1: field \`questions.${name}.criteria\`: has ${opts.length} options; at most 26 fit the letters A-Z`;
+      throw badLine(file, `questions.${name}.criteria`, `has ${opts.length} options; at most 26 fit the letters A-Z`);
     }
     for (const o of opts) {
       if (!o.description.trim()) {
@@ -269,9 +356,57 @@ interface MockOpenReview {
 
 /** The labels-curve file the mock's results folder holds (`readout bench labels`, as the shell reads it). */
 const LABELS_CURVE = labelsCurveFixture as unknown as LabelsCurveFile;
+const ROW_TEXTS = rowTextsFixture as unknown as RowTexts;
+
+/** The scorings kept in the results folder, newest first, as the shell keeps one per Score. */
+const SCORED: { file: string; scored: ScoredFile }[] = [];
+function keepScored(req: ScoreRequest, results: TextResult[], folder: string): void {
+  if (results.length === 0) return;
+  const created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const rubric = req.rubric as unknown as { name?: string };
+  const model = clone(RUNS[0].file.model);
+  const config = { ...clone(RUNS[0].file.config), debias: req.debias, abstain_below: req.options?.abstainBelow, abstain_letter_mass: req.options?.abstainLetterMass };
+  const scored: ScoredFile = {
+    schema: 'readout.scored',
+    schema_version: 1,
+    created,
+    model,
+    rubric: req.rubric,
+    config,
+    status: results.length < req.texts.length ? 'partial' : 'complete',
+    texts: req.texts.map((t) => (t.id ? { id: t.id, text: t.text } : { text: t.text })),
+    results: clone(results),
+  };
+  const file = `${folder}/${created.replace(/:/g, '-')}_${(rubric.name ?? '').replace(/[^\w.-]+/g, '-')}_${model.file.replace(/\.gguf$/, '')}.scored.json`;
+  SCORED.unshift({ file, scored });
+}
 const LABELS_CURVE_PATH = `bench/results/labels-curve-${(LABELS_CURVE.source.file ?? 'run.json').replace(/\.json$/, '')}.json`;
 
 // ---- the mock backend ----
+
+/** Where the mock keeps what the app keeps in its data folder (a reload stands in for a restart). */
+const KEYS = { rubrics: 'readout-mock-rubrics', recent: 'readout-mock-recent', session: 'readout-mock-session' };
+function stored<T>(key: string, fallback: T): T {
+  try {
+    const v = localStorage.getItem(key);
+    return v === null ? fallback : (JSON.parse(v) as T);
+  } catch {
+    return fallback;
+  }
+}
+function store(key: string, value: unknown): void {
+  try {
+    localStorage.setItem(key, JSON.stringify(value));
+  } catch {
+    // A browser without storage: nothing is kept, as in a first start.
+  }
+}
+const csvField = (s: string) => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+/** The texts files the mock's dialog gives, by path: the example tickets, as in the repository. */
+const MOCK_FILES: Record<string, string> = {
+  'examples/support-tickets.csv': ['id,text', ...REVIEW.texts.map((t) => `${csvField(t.id ?? '')},${csvField(t.text)}`)].join('\n') + '\n',
+};
+
 
 /** A result file the mock holds, with the bundled run it came from (for its comparisons). */
 interface Held {
@@ -327,7 +462,7 @@ export function createMockBackend(): Backend {
     return v;
   };
   const openReview = (): MockOpenReview => {
-    if (!review) throw 'no review is open; start one from scored texts, or open one';
+    if (!review) throw fail('No review is open: start one from scored texts, or open one.');
     return review;
   };
   const update = (r: MockOpenReview, index: number): ReviewUpdate => ({
@@ -360,6 +495,7 @@ export function createMockBackend(): Backend {
       shots: r.config.shots,
       debias: r.config.debias,
       mean_family_balanced_accuracy: r.metrics?.mean_family_balanced_accuracy ?? null,
+      chance: chanceOf(r),
       order_unstable: r.metrics?.overall.order_unstable ?? null,
       seconds: r.timing.wall_seconds,
       rows: r.rows.length,
@@ -367,34 +503,43 @@ export function createMockBackend(): Backend {
     };
   }
 
+  /** The library's figure for guessing (`Summary::chance`, filled on load for older files). */
+  function chanceOf(r: ResultFile): number | null {
+    return (r.metrics as { chance?: number | null } | null)?.chance ?? null;
+  }
+
   function findResult(file: string): Held {
     const r = results.get(file) ?? [...results.entries()].find(([k]) => k.endsWith(file))?.[1];
-    if (!r) throw `${file}: No such file or directory (os error 2)`;
+    if (!r) throw missing(file);
     return r;
   }
 
   return {
     async scoreTexts(req: ScoreRequest, onProgress: (p: ScoreProgress) => void): Promise<TextResult[]> {
       await latency(300);
-      failIf('score_texts', 'tensor computation failed: mock failure');
+      failIf('score_texts', 'The model failed while working out an answer.', 'tensor computation failed: mock failure', { kind: 'retry' });
       checkRubric(req.rubric, 'rubric');
-      if (req.texts.length === 0) throw 'texts: nothing to score; paste a text or open a file';
-      if (needsTemplate(req.model)) throw noTemplateMessage(req.model ?? settings.defaultModel);
+      if (req.texts.length === 0) throw fail('There is no text to score: paste one or open a file.');
+      if (needsTemplate(req.model)) throw noTemplate(req.model ?? settings.defaultModel);
       const checked = req.debias !== 'none';
       const options = req.options ?? {};
       for (const [flag, v] of [
         ['--abstain-below', options.abstainBelow],
         ['--abstain-letter-mass', options.abstainLetterMass],
       ] as const) {
-        if (v !== undefined && !(v >= 0 && v <= 1)) throw `${flag} takes a probability from 0 to 1, not ${v}`;
+        if (v !== undefined && !(v >= 0 && v <= 1)) throw fail('These settings cannot be used together.', `${flag} takes a probability from 0 to 1, not ${v}`);
       }
       checkCalibration(options.calibration, req.debias);
       // Checked first, as the shell refuses a text before scoring any.
       req.texts.forEach((t, index) => {
-        if (t.text.includes('FAIL')) {
-          throw `text ${index + 1}${t.id ? ` (${t.id})` : ''}: prompt has 9312 tokens but the model's context holds 8192; shorten the text`;
+        if (t.text.includes('FAIL') && !options.truncateMiddle) {
+          throw fail(
+            'A text is too long for the model: its prompt is 9312 tokens, where the model reads at most 8192.',
+            `text ${index + 1}${t.id ? ` (${t.id})` : ''}: the prompt is 9312 tokens (9000 of them the text) but the model's context holds 8192, 1120 too many`,
+            { kind: 'truncate_middle' },
+          );
         }
-        if (!t.text.trim()) throw `text ${index + 1}: field \`text\`: is empty`;
+        if (!t.text.trim()) throw fail(`Text ${index + 1} is empty.`);
       });
       const me = { cancelled: false };
       run = me;
@@ -417,6 +562,7 @@ export function createMockBackend(): Backend {
         onProgress({ done: index + 1, total: req.texts.length });
         if (me.cancelled) break;
       }
+      keepScored(req, out, settings.benchDir);
       return out;
     },
 
@@ -427,36 +573,36 @@ export function createMockBackend(): Backend {
 
     async loadRubric(path) {
       await latency();
-      failIf('load_rubric', `${path}: No such file or directory (os error 2)`);
+      failIf('load_rubric', 'That file or folder is not there: it may have been moved, renamed or deleted.', `${path}: No such file or directory (os error 2)`);
       if (path.includes('bad')) {
-        throw `${path}:1: field \`questions.topic.criteria\`: has 1 option(s); a criterion needs at least 2`;
+        throw badLine(path, `questions.topic.criteria`, `has 1 option(s); a criterion needs at least 2`);
       }
       return clone(EXAMPLE.rubric);
     },
 
     async saveRubric(path, rubric) {
       await latency();
-      failIf('save_rubric', `${path}: Permission denied (os error 13)`);
+      failIf('save_rubric', 'Readout is not allowed to open that file or folder.', `${path}: Permission denied (os error 13)`);
       checkRubric(rubric, path);
     },
 
     async listEvalSets(): Promise<EvalSetEntry[]> {
       await latency();
-      failIf('list_eval_sets', 'bench/evalsets: No such file or directory (os error 2)');
+      failIf('list_eval_sets', 'evalsets is not there: it may have been moved, renamed or deleted.', 'bench/evalsets: No such file or directory (os error 2)');
       const sets: EvalSetEntry[] = [{ name: 'authored144', path: 'bench/evalsets/authored144.jsonl', rows: 144 }];
       if (BADSET) {
         const path = 'bench/evalsets/bad-options.jsonl';
-        sets.push({ name: 'bad-options', path, rows: 0, error: { message: badSetMessage(path), line: 2, field: 'options' } });
+        sets.push({ name: 'bad-options', path, rows: 0, error: { ...badSet(path), line: 2, field: 'options' } });
       }
       return sets;
     },
 
     async runEval(req, onProgress) {
       await latency(200);
-      failIf('run_eval', 'tensor computation failed: mock failure');
-      if (run) throw 'a run is already going; wait for it or cancel it';
+      failIf('run_eval', 'The model failed while working out an answer.', 'tensor computation failed: mock failure', { kind: 'retry' });
+      if (run) throw fail('A run is already going: wait for it, or cancel it.');
       const bad = req.evalSet.endsWith('bad.jsonl') || req.evalSet.endsWith('bad-options.jsonl');
-      if (bad && !req.skipBad) throw badSetMessage(req.evalSet);
+      if (bad && !req.skipBad) throw badSet(req.evalSet);
       checkCalibration(req.calibration, req.debias);
       const source = runFor(req.debias);
       const total = source.file.rows.length;
@@ -466,7 +612,7 @@ export function createMockBackend(): Backend {
       // Resuming: the rows a stopped run of these options finished are kept (the shell reads
       // them from the partial file it left in the results folder).
       const key = `${req.evalSet}|${req.debias}|${req.shots}|${req.mode}`;
-      if (req.resume && !partials.has(key)) throw 'there is no partial run of these options to resume';
+      if (req.resume && !partials.has(key)) throw fail('There is no stopped run of these choices to go on with; run it from the start.');
       const me = { cancelled: false };
       run = me;
       const started = performance.now();
@@ -526,8 +672,8 @@ export function createMockBackend(): Backend {
 
     async saveResult(path) {
       await latency();
-      failIf('save_result', `${path ?? settings.benchDir}: Permission denied (os error 13)`);
-      if (!lastResult) throw 'no run to save yet; run an evaluation first';
+      failIf('save_result', 'Readout is not allowed to open that file or folder.', `${path ?? settings.benchDir}: Permission denied (os error 13)`);
+      if (!lastResult) throw fail('There is no result to save yet: run an evaluation first.');
       const file = path ?? `${settings.benchDir}/${fileName(lastResult.file)}`;
       results.set(file, clone(lastResult));
       return file;
@@ -536,7 +682,7 @@ export function createMockBackend(): Backend {
     async listResults(dir) {
       await latency();
       const folder = dir ?? settings.benchDir;
-      failIf('list_results', `${folder}: No such file or directory (os error 2); choose the results folder again`);
+      failIf('list_results', `${nameOf(folder)} is not there: it may have been moved, renamed or deleted.`, `${folder}: No such file or directory (os error 2)`);
       return [...results.entries()]
         .filter(([f]) => f.startsWith(`${folder}/`) || !dir)
         .map(([f, r]) => entryOf(f, r.file));
@@ -544,17 +690,17 @@ export function createMockBackend(): Backend {
 
     async loadResult(file) {
       await latency();
-      failIf('load_result', `${file}:1: field \`metrics\`: invalid type: string, expected an object`);
+      failIf('load_result', `Line 1 of ${nameOf(file)}, field “metrics”: invalid type: string, expected an object.`, `${file}:1: field \`metrics\`: invalid type: string, expected an object`);
       return clone(findResult(file).file);
     },
 
     async compareResults(a, b) {
       await latency(300);
-      failIf('compare_results', `${b}: a result of another eval set (sha256 differs); compare runs of one eval set`);
+      failIf('compare_results', 'These two runs scored different eval sets: compare runs of one eval set.', `${a} and ${b} scored different eval sets`);
       const ra = findResult(a);
       const rb = findResult(b);
       if (ra.file.eval_set.sha256 !== rb.file.eval_set.sha256) {
-        throw `${b}: a result of another eval set (sha256 differs); compare runs of one eval set`;
+        throw fail('These two runs scored different eval sets: compare runs of one eval set.', `${a} and ${b} scored different eval sets`);
       }
       const whole = (h: Held) => h.file.status === 'complete';
       const c = FIXTURES.comparisons.find((x) => x.a === ra.from && x.b === rb.from);
@@ -566,7 +712,7 @@ export function createMockBackend(): Backend {
 
     async listModels() {
       await latency();
-      failIf('list_models', 'models/manifest:3: field `sha256`: is not 64 hex digits');
+      failIf('list_models', 'Line 3 of manifest, field “sha256”: is not 64 hex digits.', 'models/manifest:3: field `sha256`: is not 64 hex digits');
       return clone(models);
     },
 
@@ -574,6 +720,7 @@ export function createMockBackend(): Backend {
       await latency(400);
       failIf(
         'add_model',
+        `The model file ${nameOf(path)} is incomplete or damaged: download it again.`,
         `${path}: not a readable GGUF file (tensor \`blk.0.attn_q.weight\` ends past the end of the file). The file is truncated or corrupt: download it again (for the default model: \`models/fetch\`).`,
       );
       const found = FIXTURES.models.find((m) => m.path === path);
@@ -585,9 +732,12 @@ export function createMockBackend(): Backend {
     async setChatTemplate(path, template) {
       await latency(60);
       const m = models.find((x) => x.path === path);
-      if (!m) throw `${path}: No such file or directory (os error 2)`;
+      if (!m) throw missing(path);
       if (template && !FIXTURES.chatTemplateNames.includes(template) && !template.includes('/')) {
-        throw `${path}: \`${template}\` is neither a chat template Readout knows nor a readable file (No such file or directory (os error 2)). Choose the chat template to read it with on the Models page (Chat template, on the model's card): one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or a Jinja file.`;
+        throw fail(
+          `“${template}” is not a chat template Readout knows, nor a file it can read.`,
+          `${path}: \`${template}\` is neither a chat template Readout knows nor a readable file (No such file or directory (os error 2)). Name the chat template to read it with: --chat-template NAME|FILE, where NAME is one of ${FIXTURES.chatTemplateNames.join(', ')} (llama.cpp's names), or FILE a Jinja template`,
+        );
       }
       m.chat_template = template || null;
       const chatTemplates = { ...settings.chatTemplates };
@@ -604,19 +754,30 @@ export function createMockBackend(): Backend {
 
     async catalogue() {
       await latency(40);
-      failIf('catalogue', 'the catalogue could not be read');
+      failIf('catalogue', 'The catalogue could not be read.');
       return clone(FIXTURES.catalogue);
     },
 
     async pullModel(spec, onProgress) {
       await latency(200);
-      failIf('pull_model', `hf:${spec}: cannot reach https://huggingface.co (Dns Failed: resolve dns name 'huggingface.co:443'); check the network, or use --offline`);
+      failIf(
+        'pull_model',
+        'The download failed: the hub or the network did not answer as expected.',
+        `hf:${spec}: cannot reach https://huggingface.co (Dns Failed: resolve dns name 'huggingface.co:443'); check the network, or use --offline`,
+        { kind: 'retry' },
+      );
       if (!/^[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+(@[A-Za-z0-9._/-]+)?(:.+)?$/.test(spec)) {
-        throw `\`${spec}\` is not a hub model: the repository must be ORG/NAME (letters, digits, \`-\`, \`_\`, \`.\`); write ORG/REPO, ORG/REPO@REVISION, ORG/REPO:FILE or ORG/REPO@REVISION:FILE (e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf)`;
+        throw fail(
+          'That is not the name of a model on the hub: write the organisation and the repository, as in the address of its page.',
+          `\`${spec}\` is not a hub model: the repository must be ORG/NAME (letters, digits, \`-\`, \`_\`, \`.\`); write ORG/REPO, ORG/REPO@REVISION, ORG/REPO:FILE or ORG/REPO@REVISION:FILE (e.g. Qwen/Qwen3-0.6B-GGUF:Qwen3-0.6B-Q8_0.gguf)`,
+        );
       }
       const item = FIXTURES.catalogue.find((e) => e.spec === spec || e.spec.split(':')[0] === spec);
       if (!item) {
-        throw `repository ${spec.split(/[@:]/)[0]} is not on the hub (https://huggingface.co): check its name (ORG/REPO, as in the address of its page); a private repository needs HF_TOKEN (the browser mock has the catalogue's repositories only)`;
+        throw fail(
+          'The hub has no model of that name: check the name, as in the address of its page.',
+          `repository ${spec.split(/[@:]/)[0]} is not on the hub (https://huggingface.co): check its name (ORG/REPO, as in the address of its page); a private repository needs HF_TOKEN (the browser mock has the catalogue's repositories only)`,
+        );
       }
       const file = item.spec.split(':')[1];
       const total = item.size_bytes;
@@ -628,7 +789,11 @@ export function createMockBackend(): Backend {
         if (me.cancelled) {
           kept.set(item.spec, done);
           const part = `/home/me/.cache/huggingface/hub/models--${item.spec.split(':')[0].replace('/', '--')}/blobs/${file}.part`;
-          throw `hf:${item.spec}: the download of ${file} was stopped after ${done} of ${total} bytes; they are kept in ${part}, and getting hf:${item.spec} again resumes from there`;
+          throw fail(
+            `The download was stopped after ${megabytes(done, total)}; what arrived is kept, and it goes on from there.`,
+            `hf:${item.spec}: the download of ${file} was stopped after ${done} of ${total} bytes; they are kept in ${part}, and getting hf:${item.spec} again resumes from there`,
+            { kind: 'resume_download' },
+          );
         }
         done = Math.min(total, done + Math.ceil(total / ticks));
         onProgress({ file, done, total });
@@ -659,7 +824,7 @@ export function createMockBackend(): Backend {
 
     async deriveModel(req) {
       await latency(60);
-      failIf('derive_model', `${req.model}: No such file or directory (os error 2)`);
+      failIf('derive_model', 'That file or folder is not there: it may have been moved, renamed or deleted.', `${req.model}: No such file or directory (os error 2)`);
       const pruneTo = req.pruneTo ?? 4;
       const forModel = FIXTURES.derivations.filter((d) => d.model === req.model);
       if (forModel.length === 0) throw `${req.model}: the browser mock has no DERIVED figures for this model`;
@@ -673,15 +838,18 @@ export function createMockBackend(): Backend {
 
     async getSettings() {
       await latency(50);
-      failIf('get_settings', 'settings.json:4: field `threads`: invalid type: string "two", expected u32');
+      failIf('get_settings', 'Line 4 of settings.json, field “threads”: invalid type: string "two", expected u32.', 'settings.json:4: field `threads`: invalid type: string "two", expected u32');
       return { ...settings };
     },
 
     async setSettings(s) {
       await latency(50);
-      failIf('set_settings', `device \`${s.device}\` is not available: this build has no CUDA support`);
+      failIf('set_settings', `The ${s.device.toUpperCase()} device is not available on this computer: choose Automatic or CPU in the settings.`, `device \`${s.device}\` is not available: this build has no CUDA support`);
       if (s.device === 'cuda' || s.device === 'metal') {
-        throw `device \`${s.device}\` is not available: this build of Readout has no ${s.device.toUpperCase()} support; choose Automatic or CPU`;
+        throw fail(
+          `The ${s.device.toUpperCase()} device is not available on this computer: choose Automatic or CPU in the settings.`,
+          `device \`${s.device}\` is not available: this build of Readout has no ${s.device.toUpperCase()} support`,
+        );
       }
       const threads = s.threads > 0 ? s.threads : 2;
       settings = { ...s, deviceInUse: `cpu (${threads} thread${threads === 1 ? '' : 's'})` };
@@ -709,6 +877,81 @@ export function createMockBackend(): Backend {
     },
 
     // The columns are the library's (a fixture the shell's tests write); the rows a stand-in.
+    async answersSummary(results) {
+      await latency(20);
+      return summaryOf(results);
+    },
+
+    async summaryCsv(results) {
+      await latency(20);
+      const lines = ['question,type,answer,texts,share (%)'];
+      for (const q of summaryOf(results)) {
+        const rows: [string, number][] = q.options.map((o) => [q.type === 'score' ? `${o.id}: ${o.description}` : o.id, o.count]);
+        if (q.no_answer > 0) rows.push(['no answer', q.no_answer]);
+        for (const [answer, n] of rows) {
+          lines.push([q.criterion.replace(/_/g, ' '), q.type === 'noul' ? 'yes/no' : q.type, answer, n, Math.round((100 * n) / Math.max(1, q.texts))].map(sheetField).join(','));
+        }
+      }
+      return lines.join('\n') + '\n';
+    },
+
+    async answersSheet(texts, results) {
+      await latency(20);
+      // The library's `to_sheet_csv`: a row per text, the answers in words, a flag column only
+      // for a question with a close or order-unstable answer.
+      const flagWords = (c: CriterionResult) => [c.close ? 'close call' : '', c.order_unstable === true ? 'changed when reordered' : ''].filter(Boolean).join('; ');
+      const first = results[0];
+      if (!first) return 'number,id,text\n';
+      const flagCol = first.criteria.map((_, k) => results.some((r) => r.criteria[k] && flagWords(r.criteria[k]) !== ''));
+      const header = ['number', 'id', 'text'];
+      first.criteria.forEach((c, k) => {
+        const name = c.criterion.replace(/_/g, ' ');
+        header.push(name, `${name} probability (%)`, ...(flagCol[k] ? [`${name} flag`] : []));
+      });
+      const lines = [header.map(sheetField).join(',')];
+      for (const r of results) {
+        const t = texts[r.index];
+        const row: unknown[] = [r.index + 1, r.id ?? t?.id, t?.text];
+        r.criteria.forEach((c, k) => {
+          const chosen = c.options.find((o) => o.id === c.chosen);
+          const answer =
+            c.chosen === null
+              ? c.abstained === 'letter_mass'
+                ? 'no answer (none fits)'
+                : 'no answer (unsure)'
+              : c.type === 'score'
+                ? `${c.chosen}: ${chosen?.description ?? ''}`
+                : c.chosen;
+          row.push(answer, Math.round(100 * c.probability), ...(flagCol[k] ? [flagWords(c)] : []));
+        });
+        lines.push(row.map(sheetField).join(','));
+      }
+      return lines.join('\n') + '\n';
+    },
+
+    async judgeRecord(model) {
+      await latency(40);
+      failIf('judge_record', 'Readout is not allowed to open results.', 'bench/results: Permission denied (os error 13)');
+      const file = (model ?? settings.defaultModel).split('/').pop() ?? '';
+      // The newest complete run of the model, a readout run before a generate one.
+      const runs = [...results.entries()]
+        .filter(([, h]) => h.file.status === 'complete' && h.file.metrics && h.file.model.file === file)
+        .sort(([, a], [, b]) => Number(b.file.config.mode === 'readout') - Number(a.file.config.mode === 'readout') || b.file.created.localeCompare(a.file.created));
+      const hit = runs[0];
+      if (!hit) return null;
+      const [path, { file: r }] = hit;
+      return {
+        model: r.model.name,
+        accuracy: r.metrics?.mean_family_balanced_accuracy ?? 0,
+        chance: chanceOf(r),
+        eval_set: r.eval_set.name,
+        rows: r.rows.length,
+        debias: r.config.debias,
+        created: r.created,
+        file: path,
+      };
+    },
+
     async answersCsv(texts, results) {
       const field = (v: unknown): string => {
         const s = v === null || v === undefined ? '' : String(v);
@@ -719,7 +962,7 @@ export function createMockBackend(): Backend {
         const t = texts[r.index];
         for (const c of r.criteria) {
           const options = c.options.map((o) => `${o.id}=${o.probability.toFixed(4)}`).join('; ');
-          const row = [r.index, r.id ?? t?.id, t?.text, c.criterion, c.type, c.chosen, c.probability, c.margin, c.close,
+          const row = [r.index + 1, r.index, r.id ?? t?.id, t?.text, c.criterion, c.type, c.chosen, c.probability, c.margin, c.close,
             c.order_unstable, c.expected_level, c.letter_mass, c.abstained, options];
           lines.push(row.map(field).join(','));
         }
@@ -729,7 +972,7 @@ export function createMockBackend(): Backend {
 
     async reviewStart(rubric, texts, results) {
       await latency(200);
-      failIf('review_start', 'reviews: Permission denied (os error 13)');
+      failIf('review_start', 'Readout is not allowed to open reviews.', 'reviews: Permission denied (os error 13)');
       checkRubric(rubric, 'rubric');
       if (texts.length !== results.length) throw `${texts.length} texts but ${results.length} answers; review needs the answer of every text`;
       const same = areReviewTexts(texts) && JSON.stringify(results) === JSON.stringify(REVIEW.results);
@@ -758,7 +1001,7 @@ export function createMockBackend(): Backend {
     async reviewOpen(dir) {
       await latency(120);
       const r = reviews.find((x) => x.dir === dir);
-      if (!r) throw `${dir}: not one of the app's review folders; open an answers file with Open answers file… instead`;
+      if (!r) throw fail("That folder is not one of the app's reviews: open an answers file with Open answers file… instead.", `${dir}: not one of the app's review folders`);
       review = r;
       return viewOf(r);
     },
@@ -766,7 +1009,7 @@ export function createMockBackend(): Backend {
     async reviewOpenAnswers(answers, texts, rubric) {
       await latency(200);
       if (answers.includes('bad')) {
-        throw `${answers}:2: field \`(line)\`: not a decision \`readout score --out\` writes (EOF while parsing an object at line 1 column 24)`;
+        throw fail(`Line 2 of ${nameOf(answers)}, field “(line)”, cannot be read.`, `${answers}:2: field \`(line)\`: not a decision \`readout score --out\` writes (EOF while parsing an object at line 1 column 24)`);
       }
       if (!texts.endsWith('support-tickets.csv') || !rubric.endsWith('support-ticket.rubric.json')) {
         throw `the browser mock opens answers with examples/support-tickets.csv and examples/support-ticket.rubric.json only`;
@@ -784,10 +1027,10 @@ export function createMockBackend(): Backend {
 
     async reviewLabel(index, answers, skipped) {
       await latency(30);
-      failIf('review_label', 'answers.labels.jsonl: No space left on device (os error 28)');
+      failIf('review_label', 'answers.labels.jsonl could not be read or written.', 'answers.labels.jsonl: No space left on device (os error 28)');
       const r = openReview();
       const criteria = REVIEW.view.criteria;
-      if (index >= REVIEW.texts.length) throw `there is no text ${index} (${REVIEW.texts.length} texts)`;
+      if (index >= REVIEW.texts.length) throw fail(`There is no text ${index + 1} here: the review has ${REVIEW.texts.length} texts.`);
       if (answers.length !== criteria.length) {
         throw `${answers.length} answers given for ${criteria.length} criteria; give one per criterion (none for one not answered)`;
       }
@@ -807,10 +1050,10 @@ export function createMockBackend(): Backend {
 
     async reviewReport(targetHalfWidth) {
       await latency(150);
-      failIf('review_report', 'the labels name text 25 but the answers hold 20 texts; use the answers file the labels were given on');
+      failIf('review_report', 'The labels name text 25 but the answers hold 20 texts; use the answers file the labels were given on.');
       const r = openReview();
       if (!(targetHalfWidth > 0 && targetHalfWidth < 1)) {
-        throw `the precision wanted is a share between 0 and 1 (0.05 for ± 5 %), not ${targetHalfWidth}`;
+        throw fail(`The precision wanted is a share between 0 and 1 (0.05 for ± 5 %), not ${targetHalfWidth}.`);
       }
       const step = stepOf(r);
       if (!step || Math.abs(targetHalfWidth - REVIEW.targetHalfWidth) > 1e-9) throw noStep;
@@ -819,24 +1062,47 @@ export function createMockBackend(): Backend {
 
     async reviewFitState(): Promise<FitState> {
       await latency(80);
-      failIf('review_fit_state', 'answers.labels.jsonl: Permission denied (os error 13)');
+      failIf('review_fit_state', 'Readout is not allowed to open answers.labels.jsonl.', 'answers.labels.jsonl: Permission denied (os error 13)');
       const r = openReview();
       const step = stepOf(r);
       if (!step) throw noStep;
       return r.fitted ? { readiness: clone(step.readiness), fitted: clone(r.fitted) } : { readiness: clone(step.readiness) };
     },
 
+    async calibrateResult(file): Promise<Fitted> {
+      await latency(300);
+      failIf('calibrate_result', 'Something went wrong inside the app.', 'mock failure', { kind: 'retry' });
+      const held = results.get(file);
+      if (!held) throw fail(`${nameOf(file)} is not there: it may have been moved, renamed or deleted.`, `${file}: No such file or directory (os error 2)`);
+      const r = held.file;
+      // The shell's refusals (src-tauri/src/commands/calibrate.rs).
+      if (r.config.mode !== 'readout') {
+        throw fail('This run had the model write its answers, so it has no probabilities to calibrate. Run the eval set again reading the answer letters, then calibrate that run.');
+      }
+      if (r.config.calibration) throw fail('This run already used a temperature. Run the eval set again without one, then calibrate that run.');
+      if (r.status === 'partial') throw fail('This run was stopped before every row was scored. Resume it, then calibrate it.');
+      const cal = cyclicCalibrationFile as CalibrationFile;
+      if (r.config.debias !== cal.fitted_on.debias || r.config.shots !== cal.fitted_on.shots || r.model.file !== cyclicFixture.model.file) {
+        throw fail('The browser mock has the library’s fit of the default model’s 3-shot run with every rotation only.');
+      }
+      const out = `${file.replace(/\.json$/, '')}.calibration.json`;
+      const f: Fitted = { file: out, result_file: file, calibration: clone(cal), model_file: r.model.file, at_range_edge: false };
+      f.calibration.fitted_on.file = nameOf(file);
+      CALIBRATIONS.set(out, { file: nameOf(out), debias: cal.fitted_on.debias, temperature: cal.temperature });
+      return clone(f);
+    },
+
     async reviewFit({ model, debias }, onProgress): Promise<Fitted> {
       await latency(200);
-      failIf('review_fit', 'tensor computation failed: mock failure');
+      failIf('review_fit', 'The model failed while working out an answer.', 'tensor computation failed: mock failure', { kind: 'retry' });
       const r = openReview();
       const step = stepOf(r);
       if (!step) throw noStep;
       if (!step.readiness.ready) throw step.refusal ?? noStep;
-      if (needsTemplate(model)) throw noTemplateMessage(model ?? settings.defaultModel);
+      if (needsTemplate(model)) throw noTemplate(model ?? settings.defaultModel);
       const fitted = REVIEW.fitted;
       if ((model && model !== SMOLLM2.path) || debias !== fitted.calibration.fitted_on.debias) {
-        throw `the browser mock has the library’s fit of the default model with one option order only (${fitted.model_file}, --debias ${fitted.calibration.fitted_on.debias})`;
+        throw fail(`The browser mock has the library’s fit of the default model with one option order (${fitted.calibration.fitted_on.debias}) only.`, fitted.model_file);
       }
       // The judge reads every labelled answer, as a run reports its rows.
       const me = { cancelled: false };
@@ -845,7 +1111,7 @@ export function createMockBackend(): Backend {
       for (let done = 6; done <= total; done += 6) {
         await latency(60);
         onProgress({ done, total, elapsed_seconds: done / 20 });
-        if (me.cancelled) throw 'stopped before the judge had read every labelled answer; nothing was fitted';
+        if (me.cancelled) throw fail('Stopped before the judge had read every labelled answer: nothing was fitted.');
       }
       const f = clone(fitted);
       const dir = r.labelsFile.replace(/\/[^/]*$/, '');
@@ -859,7 +1125,7 @@ export function createMockBackend(): Backend {
 
     async listLabelsCurves(dir): Promise<LabelsCurveEntry[]> {
       await latency();
-      failIf('list_labels_curves', `${dir ?? settings.benchDir}: Permission denied (os error 13)`);
+      failIf('list_labels_curves', 'Readout is not allowed to open that file or folder.', `${dir ?? settings.benchDir}: Permission denied (os error 13)`);
       if (EMPTY) return [];
       const c = LABELS_CURVE;
       return [{ file: LABELS_CURVE_PATH, eval_set: c.source.eval_set, model: c.source.model, option: c.curve.option, texts: c.curve.texts, created: c.created }];
@@ -867,8 +1133,95 @@ export function createMockBackend(): Backend {
 
     async loadLabelsCurve(file) {
       await latency();
-      if (file !== LABELS_CURVE_PATH) throw `${file}: No such file or directory (os error 2)`;
+      if (file !== LABELS_CURVE_PATH) throw missing(file);
       return clone(LABELS_CURVE);
+    },
+
+    async listScored(dir): Promise<ScoredEntry[]> {
+      await latency();
+      failIf('list_scored', 'Readout is not allowed to open that file or folder.', `${dir ?? settings.benchDir}: Permission denied (os error 13)`);
+      return SCORED.map(({ file, scored: f }) => ({
+        file,
+        created: f.created,
+        rubric: (f.rubric as { name?: string }).name ?? '',
+        model: f.model.name,
+        debias: f.config.debias,
+        texts: f.texts.length,
+        answered: f.results.length,
+        status: f.status,
+      }));
+    },
+
+    async rowTexts(evalSet) {
+      await latency();
+      // Every run the mock makes read the bundled eval set; `?fail=row_texts` as if it were gone.
+      if (FAIL.has('row_texts') || evalSet.sha256 !== RUNS[0].file.eval_set.sha256) return { texts: {}, missing: 'The texts are not shown: the eval set “authored144” this run read is not on this computer as it was.' };
+      return clone(ROW_TEXTS);
+    },
+
+    async loadScored(file) {
+      await latency();
+      const f = SCORED.find((s) => s.file === file);
+      if (!f) throw missing(file);
+      return clone(f.scored);
+    },
+
+    // ── The Score page's library: kept in the browser's localStorage (the app keeps them in its
+    // data folder), so that a reload stands in for a restart.
+    async rubricLibraryList() {
+      await latency(30);
+      return stored<{ path: string; rubric: Rubric }[]>(KEYS.rubrics, [])
+        .map(({ path, rubric }) => ({ name: rubric.name, path, criteria: Object.keys(rubric.questions).length }))
+        .sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()));
+    },
+
+    async rubricLibrarySave(rubric) {
+      await latency(60);
+      const stem = rubric.name.trim().replace(/[^\p{L}\p{N}._-]/gu, '-').replace(/^[-.]+|[-.]+$/g, '') || 'rubric';
+      const path = `/home/me/.local/share/dev.readout.desktop/rubrics/${stem}.rubric.json`;
+      checkRubric(rubric, path);
+      const kept = stored<{ path: string; rubric: Rubric }[]>(KEYS.rubrics, []).filter((r) => r.path !== path);
+      store(KEYS.rubrics, [...kept, { path, rubric: clone(rubric) }]);
+      return { name: rubric.name, path, criteria: Object.keys(rubric.questions).length };
+    },
+
+    async rubricLibraryDelete(path) {
+      await latency(30);
+      const kept = stored<{ path: string; rubric: Rubric }[]>(KEYS.rubrics, []);
+      if (!kept.some((r) => r.path === path)) throw { message: 'Only a rubric of My rubrics can be deleted here.', fix: null, details: path };
+      store(KEYS.rubrics, kept.filter((r) => r.path !== path));
+    },
+
+    async recentList() {
+      await latency(20);
+      return stored<Recent>(KEYS.recent, { texts: [], rubrics: [], exports: [] });
+    },
+
+    async recentAdd(kind, path) {
+      await latency(20);
+      const recent = stored<Recent>(KEYS.recent, { texts: [], rubrics: [], exports: [] });
+      recent[kind] = [path, ...recent[kind].filter((p) => p !== path)].slice(0, 5);
+      store(KEYS.recent, recent);
+      return recent;
+    },
+
+    async readTextsFile(path) {
+      await latency(60);
+      const file = MOCK_FILES[path];
+      if (file === undefined) {
+        const name = path.split('/').pop() ?? path;
+        throw { message: `${name} is not there: it may have been moved, renamed or deleted.`, fix: null, details: `${path}: No such file or directory (os error 2)` };
+      }
+      return file;
+    },
+
+    async sessionLoad() {
+      await latency(20);
+      return stored<Session | null>(KEYS.session, null);
+    },
+
+    async sessionSave(session) {
+      store(KEYS.session, session);
     },
 
     async exportText(kind, defaultName, contents) {

@@ -29,7 +29,7 @@
 // (where to write screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Builder, By, Capabilities, until } from 'selenium-webdriver';
@@ -73,6 +73,16 @@ const person = JSON.parse(readFileSync(join(repo, 'ui/src/fixtures/review.json')
 const find = (s, ms = 20_000) => driver.wait(until.elementLocated(css(s)), ms, `waiting for ${s}`);
 const visible = async (s, ms = 20_000) => driver.wait(until.elementIsVisible(await find(s, ms)), ms, `waiting for ${s} to show`);
 const textOf = async (s) => (await (await find(s)).getText()).trim();
+/** An error box as a person reads it: no CLI flag, OS error, byte count or path outside its folded Details. */
+const plainError = async (s) => {
+  const shown = await driver.executeScript(
+    `const c = document.querySelector(arguments[0]).cloneNode(true); c.querySelectorAll('details').forEach((d) => d.remove()); return c.textContent ?? '';`,
+    s,
+  );
+  assert.doesNotMatch(shown, /--[a-z]/, `a CLI flag in: ${shown}`);
+  assert.doesNotMatch(shown, /os error|\d{6,}|\/home\/|\/tmp\/|\.part\b/, `internals in: ${shown}`);
+  return shown;
+};
 const click = async (s) => (await visible(s)).click();
 /** Screenshot the window; with `at`, scrolled so that element is at the top (where a person looks). */
 const shot = async (name, at) => {
@@ -85,6 +95,24 @@ const shot = async (name, at) => {
   await driver.sleep(150);
   writeFileSync(join(shotsDir, `window-${name}.png`), await driver.takeScreenshot(), 'base64');
   log(`screenshot window-${name}.png`);
+};
+/** Answer the native Save dialog the app opened (GTK, under Xvfb) as a person does: type the
+ * path into its name field and press Enter. WebDriver cannot reach a native dialog; xdotool can. */
+const saveDialog = async (path) => {
+  let win = '';
+  for (let i = 0; i < 100 && !win; i++) {
+    try {
+      win = execFileSync('xdotool', ['search', '--onlyvisible', '--name', '^Save']).toString().trim().split('\n')[0];
+    } catch {
+      await driver.sleep(200);
+    }
+  }
+  assert.ok(win, 'the Save dialog opened');
+  execFileSync('xdotool', ['windowfocus', '--sync', win]);
+  execFileSync('xdotool', ['key', '--clearmodifiers', 'ctrl+a']);
+  execFileSync('xdotool', ['type', '--delay', '10', path]);
+  execFileSync('xdotool', ['key', 'Return']);
+  await driver.wait(async () => existsSync(path), 20_000, `${path} is written`);
 };
 const go = async (id) => {
   log(`go ${id}`);
@@ -106,6 +134,9 @@ const select = async (s, value) => {
     value,
   );
 };
+/** Unfold the Score card's "More settings" (the exact "no answer" numbers, the temperature, every order). */
+const openMoreSettings = () =>
+  driver.executeScript(`const d = document.querySelector('[data-testid="more-settings"]'); if (!d.open) d.querySelector('summary').click();`);
 const setInput = async (s, value) => {
   const el = await visible(s);
   await driver.executeScript(
@@ -128,6 +159,66 @@ try {
   await visible('[data-testid="score-results"] [data-state="empty"]');
   await shot('score-empty');
 
+  // ── The five-minute task, as a person does it: score the example CSV, read the verdict and the
+  // summary per question, export the answers for a spreadsheet, find the scoring in Results ──
+  await click('[data-testid="try-example"]');
+  await visible('[data-testid="rubric-summary"]');
+  await (await find('[data-testid="texts-file"]')).sendKeys(join(repo, 'examples/support-tickets.csv'));
+  await driver.wait(async () => /support-tickets\.csv · 20 texts/.test(await textOf('.file-chip')), 20_000, 'the 20 tickets are read');
+  await click('[data-testid="score-button"]');
+  await driver.wait(
+    async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === 20,
+    300_000,
+    'the 20 tickets scored',
+  );
+  // The verdict comes before the answers: how far to trust them (the default model's last
+  // measured run, the CLI's in the results folder, against guessing).
+  const verdict = await textOf('[data-testid="verdict"]');
+  assert.match(verdict, /guessing/, `the verdict names the measured accuracy against guessing: ${verdict}`);
+  assert.doesNotMatch(verdict, /--/, 'no command-line flag');
+  // The summary per question: every question's counts add up to the 20 texts; a count filters.
+  const summary = await driver.executeScript(
+    `return [...document.querySelectorAll('[data-testid="question-summary"] [data-question]')].map((q) =>
+       [...q.querySelectorAll('[data-testid="summary-filter"]')].map((b) => Number(b.dataset.count)))`,
+  );
+  assert.ok(summary.length === 3, `three questions summarised: ${JSON.stringify(summary)}`);
+  for (const counts of summary) assert.equal(counts.reduce((a, b) => a + b, 0), 20, `counts add up to 20: ${counts}`);
+  const firstCount = summary[0].find((n) => n > 0);
+  await driver.executeScript(
+    `[...document.querySelectorAll('[data-testid="question-summary"] [data-testid="summary-filter"]')].find((b) => Number(b.dataset.count) === arguments[0]).click()`,
+    firstCount,
+  );
+  await driver.wait(
+    async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === firstCount,
+    10_000,
+    `the table narrowed to the ${firstCount} texts counted`,
+  );
+  await shot('task-verdict', '[data-testid="score-results"]');
+  await driver.executeScript(
+    `[...document.querySelectorAll('[data-testid="question-summary"] [data-testid="summary-filter"]')].find((b) => b.getAttribute('aria-pressed') === 'true').click()`,
+  );
+  await driver.wait(async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === 20, 10_000, 'all 20 shown again');
+  // Export for a spreadsheet, through the real Save dialog: one row per text, numbered from 1.
+  const sheet = join(bench, '..', 'support-tickets-answers.csv');
+  await click('[data-testid="export-sheet"]');
+  await saveDialog(sheet);
+  const sheetLines = readFileSync(sheet, 'utf8').trim().split(/\r?\n/);
+  assert.equal(sheetLines.length, 21, 'a header and 20 rows');
+  assert.match(sheetLines[1], /^1,/, 'numbered from 1, as on the screen');
+  await visible('[data-testid="export-note"]');
+  // The scoring is kept: Results lists it with its rubric, model and texts, and opens its answers.
+  await go('results');
+  await visible('[data-testid="scored-table"]');
+  assert.match(await textOf('[data-testid="scored-table"] tbody tr:first-child [data-testid="scored-rubric"]'), /support/i);
+  assert.match(await textOf('[data-testid="scored-table"] tbody tr:first-child [data-testid="scored-model-cell"]'), /^SmolLM2 135M Instruct/);
+  assert.equal(await textOf('[data-testid="scored-table"] tbody tr:first-child [data-testid="scored-texts"]'), '20');
+  await click('[data-testid="scored-table"] tbody tr:first-child [data-testid="open-scored"]');
+  await visible('[data-testid="scored-view"] [data-testid="score-table"]');
+  assert.equal((await driver.findElements(css('[data-testid="scored-view"] [data-testid="score-table"] tbody tr'))).length, 20);
+  await shot('task-results', '[data-testid="scored-card"]');
+  log('the five-minute task: scored, read, exported and found in Results');
+  await go('score');
+
   await click('[data-testid="try-example"]');
   await visible('[data-testid="rubric-summary"]');
   assert.match(await textOf('[data-testid="rubric-summary"]'), /support-ticket/);
@@ -135,7 +226,11 @@ try {
   // shell's `debias` argument): each answer says whether it held in every order.
   const debiasOffered = await driver.executeScript("return [...document.querySelectorAll('#score-debias option')].map((o) => o.value)");
   assert.deepEqual(debiasOffered, ['none', 'cyclic', 'permutation', 'calibrate', 'pride', 'batch']);
-  assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'none', 'one order by default');
+  // Every rotation by default (nothing timed yet: the cost is said as work), the rest folded.
+  assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'cyclic', 'every rotation by default');
+  assert.equal(await textOf('[data-testid="score-cost"]'), 'Every rotation: 3.3× the work of one order (2 to 4 options).');
+  assert.equal(await driver.executeScript(`return document.querySelector('[data-testid="more-settings"]').open`), false, 'More settings folded');
+  await shot('score-settings', '[data-testid="score-card"]');
   await select('#score-debias', 'cyclic');
   assert.match(await textOf('[data-testid="score-debias-help"]'), /rotation of the options/);
   await shot('score-debias', '[data-testid="score-card"]');
@@ -151,14 +246,39 @@ try {
   await visible('[data-testid="options-list"]');
   const checkedText = await driver.executeScript("return document.querySelector('[data-testid=\"score-results\"]').textContent");
   assert.ok(!checkedText.includes('option order not checked'), 'every answer was checked in every rotation');
-  assert.ok(/same answer in every option order|order-unstable/.test(checkedText), 'each answer says how it held across orders');
+  assert.ok(/same answer in every option order|changed when the options were reordered/.test(checkedText), 'each answer says how it held across orders');
   await shot('score-done', '[data-testid="score-results"]');
+  // The verdict on these answers (every rotation scored: no "not checked" note) and the summary
+  // per question: the counts of each question add up to the 3 texts; a count narrows the table.
+  const exampleVerdict = await textOf('[data-testid="verdict"]');
+  assert.match(await driver.executeScript(`return document.querySelector('[data-testid="verdict"]').dataset.level`), /^(good|fair|poor|unknown)$/);
+  assert.equal((await driver.findElements(css('[data-testid="verdict-order"]'))).length, 0, 'every rotation was scored');
+  assert.doesNotMatch(exampleVerdict, /--|\.json|\.gguf/, 'no flag or file name outside Details');
+  const exampleCounts = await driver.executeScript(
+    `return [...document.querySelectorAll('[data-testid="question-summary"] [data-question]')].map((q) =>
+       [...q.querySelectorAll('[data-testid="summary-filter"]')].map((b) => Number(b.dataset.count)))`,
+  );
+  assert.equal(exampleCounts.length, 3);
+  for (const counts of exampleCounts) assert.equal(counts.reduce((a, b) => a + b, 0), 3, `counts add up to 3: ${counts}`);
+  const narrowTo = Math.min(...exampleCounts.flat());
+  await driver.executeScript(
+    `[...document.querySelectorAll('[data-testid="question-summary"] [data-testid="summary-filter"]')].find((b) => Number(b.dataset.count) === arguments[0]).click()`,
+    narrowTo,
+  );
+  await driver.wait(async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === narrowTo, 10_000, `the table narrowed to ${narrowTo}`);
+  await shot('score-verdict', '[data-testid="score-results"]');
+  await click('[data-testid="summary-show-all"]');
+  await driver.wait(async () => (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length === 3, 10_000, 'all 3 shown again');
+  log(`the example's verdict: "${exampleVerdict.replace(/\s+/g, ' ')}"; summary ${JSON.stringify(exampleCounts)}`);
   log(`scored the example (cyclic): first row "${(await rows[0].getText()).replace(/\s+/g, ' ').slice(0, 120)}"`);
   // Back to one order for the long runs below.
   await select('#score-debias', 'none');
 
+  // Timed now: the cost says about how long the example takes in every rotation on this model.
+  assert.match(await textOf('[data-testid="score-cost"]'), /^One order: the fastest — (about [\d.]+ (s|min|h)|under a second) for these 3 texts on this model\.$/);
   // No answer under 50% confidence: the default model is unsure of some criteria of the example,
   // and the window says which and why (the library's `abstained`).
+  await openMoreSettings();
   await setInput('[data-testid="abstain-below"]', 50);
   await click('[data-testid="score-button"]');
   await visible('[data-testid="answer-cell"][data-abstained]', 120_000);
@@ -183,8 +303,20 @@ try {
   await click('[data-testid="score-button"]');
   await visible('[data-testid="score-results"] [data-state="error"]', 120_000);
   const err = await textOf('[data-testid="score-results"] [data-testid="error-message"]');
-  assert.match(err, /context/, `the context error is shown: ${err}`);
+  assert.match(err, /^A text is too long for the model: its prompt is \d+ tokens, where the model reads at most \d+\.$/, `the context error is shown plainly: ${err}`);
+  await plainError('[data-testid="score-results"] [data-state="error"]');
+  // Shown once, Score waiting for a change, and the fix as a button.
+  assert.equal((await driver.findElements(css('[data-testid="score-results"] [data-state="error"]'))).length, 1);
+  assert.equal(await (await find('[data-testid="score-button"]')).isEnabled(), false, 'Score is disabled while the error stands');
+  assert.equal(await textOf('[data-testid="score-results"] [data-testid="error-fix"]'), 'Cut long texts');
   await shot('score-error', '[data-testid="score-results"]');
+  // The fix: the text is cut from the middle to fit, and scored.
+  await click('[data-testid="score-results"] [data-testid="error-fix"]');
+  await visible('[data-testid="score-table"]', 120_000);
+  assert.equal((await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length, 1, 'the long text scored once cut');
+  assert.equal(await driver.executeScript(`return document.querySelector('[data-testid="truncate-middle"]').checked`), true, 'Cut long texts is on');
+  await shot('score-error-fixed', '[data-testid="score-results"]');
+  log('the long text scored after Cut long texts');
 
   // Many texts: progress comes through the shell's channel after each, and Stop keeps those done.
   await driver.executeScript(
@@ -203,7 +335,10 @@ try {
   await visible('[data-testid="score-table"]', 120_000);
   const scoredBeforeStop = (await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length;
   assert.ok(scoredBeforeStop >= 1 && scoredBeforeStop < 200, `stopped with ${scoredBeforeStop} of 200 texts`);
-  assert.match(await textOf('[data-testid="score-results"]'), new RegExp(`Stopped: ${scoredBeforeStop} of 200 texts scored`));
+  // Which texts are done, by their numbers (runs of them: the texts need not finish in order).
+  const stoppedNote = await textOf('[data-testid="stopped-note"]');
+  assert.match(stoppedNote, new RegExp(`^Stopped after ${scoredBeforeStop} of 200 texts: texts? [\\d–, ]+ (is|are) scored; [\\d–, ]+ (was|were) not\\.$`));
+  log(stoppedNote);
   await shot('score-stopped', '[data-testid="score-results"]');
   log(`stopped scoring after ${scoredBeforeStop} of 200 texts`);
 
@@ -273,16 +408,23 @@ try {
   await visible('[data-testid="evalset-problem"]');
   const problem = await textOf('[data-testid="evalset-problem"]');
   assert.match(problem, /bad-options\.jsonl cannot be run as it is/);
-  assert.match(problem, /Line 2, field “options”/);
-  assert.match(problem, /bad-options\.jsonl:2: field `options`: has 0 option\(s\); a criterion needs at least 2/);
-  assert.match(problem, /Skip bad lines/);
+  assert.match(problem, /Line 2 of bad-options\.jsonl, field “options”: has 0 option\(s\); a criterion needs at least 2\./);
+  await plainError('[data-testid="evalset-problem"]');
+  // The library's words (with the path) under Details, folded.
+  const problemDetails = await driver.executeScript(`return document.querySelector('[data-testid="evalset-problem"] [data-testid="error-details"] pre')?.textContent ?? ''`);
+  assert.match(problemDetails, /bad-options\.jsonl:2: field `options`: has 0 option\(s\); a criterion needs at least 2/);
+  assert.equal(await textOf('[data-testid="evalset-problem"] [data-testid="error-fix"]'), 'Skip bad lines');
+  // Not run as it is (the same error would only show twice): Run waits for the fix.
+  assert.equal(await (await find('[data-testid="run-button"]')).isEnabled(), false, 'Run is disabled for a set with a bad line');
   await shot('evaluate-bad-set', '[data-testid="eval-form"]');
-  await click('[data-testid="run-button"]');
-  await visible('[data-testid="eval-results"] [data-state="error"]', 60_000);
-  const refused = await textOf('[data-testid="eval-results"] [data-testid="error-message"]');
-  assert.match(refused, /bad-options\.jsonl:2: field `options`: has 0 option\(s\)/, refused);
-  await shot('evaluate-bad-set-run', '[data-testid="eval-results"]');
-  log(`bad set refused: ${refused.slice(0, 160)}`);
+  await click('[data-testid="evalset-problem"] [data-testid="error-fix"]');
+  assert.equal(await driver.executeScript(`return document.querySelector('[data-testid="skip-bad"]').checked`), true, 'the fix turns Skip bad lines on');
+  assert.equal(await (await find('[data-testid="run-button"]')).isEnabled(), true, 'Run is enabled once bad lines are skipped');
+  assert.equal((await driver.findElements(css('[data-testid="eval-results"] [data-state="error"]'))).length, 0, 'no second copy of the error');
+  await shot('evaluate-bad-set-fix', '[data-testid="eval-form"]');
+  log('bad set: Run waits for Skip bad lines; the fix turns it on');
+  // Back to the default for the runs below.
+  await click('[data-testid="skip-bad"]');
   await select('#evalset', goodPath);
   await driver.wait(async () => (await driver.findElements(css('[data-testid="evalset-problem"]'))).length === 0, 10_000, 'the problem goes with the bad set');
 
@@ -309,6 +451,14 @@ try {
   await visible('[data-testid="result-view"][data-status="complete"]', 900_000);
   assert.ok(!readdirSync(bench).some((f) => f.endsWith('.partial.json')), 'the partial file is gone once complete');
   await shot('evaluate-done', '[data-testid="eval-results"]');
+  // The rows that changed with the option order show the texts they judged (the bundled set, found
+  // again by its checksum), not their hash ids.
+  await driver.wait(
+    async () => /\s/.test(await textOf('[data-testid="unstable-rows"] [data-testid="row-text"]')),
+    20_000,
+    'an order-unstable row shows its text',
+  );
+  await shot('evaluate-unstable-rows', '[data-testid="unstable-card"]');
   const before = new Set(readdirSync(bench));
   await click('[data-testid="save-result"]');
   await driver.wait(async () => readdirSync(bench).some((f) => !before.has(f)), 20_000, 'a new file in the bench folder');
@@ -318,12 +468,27 @@ try {
   assert.equal(saved[0], 'authored144_smollm2-135m-instruct.q4_1_readout_3shot_cyclic-2.json');
   const appFile = join(bench, saved[0]);
   log(`saved ${appFile}`);
+  // The headline against guessing (authored144: three options a question), and its sentence.
+  const headline = await textOf('[data-testid="metric-mfba"]');
+  assert.match(headline, /^Right \d+ % of the time \(guessing: 33 %\)$/, headline);
+  assert.match(await textOf('[data-testid="guessing-words"]'), /^(Worse than|Barely better than|Clearly better than) guessing\.$/);
+  log(`headline: ${headline}`);
+  // Calibrate from this run: the library's fit on the saved file, written beside it.
+  await click('[data-testid="calibrate-run"]');
+  await visible('[data-testid="calibrated-temperature"]', 60_000);
+  assert.match(await textOf('[data-testid="calibrated-temperature"]'), /^Temperature \d+\.\d\d — .* Fitted on the 144 questions of this run/);
+  assert.match(await textOf('[data-testid="calibrated-ece"]'), /off by \d+\.\d points on average before, \d+\.\d points after/);
+  const calibrationFile = saved[0].replace(/\.json$/, '.calibration.json');
+  assert.ok(readdirSync(bench).includes(calibrationFile), `${calibrationFile} is written beside the run`);
+  await plainError('[data-testid="calibrate-card"]');
+  await shot('evaluate-calibrated', '[data-testid="calibrate-card"]');
+  log(`calibrated: ${await textOf('[data-testid="calibrated-temperature"]')}`);
 
   // ── Results: the app's file beside the CLI's ─────────────────────────────────────────────
   await go('results');
   await visible('[data-testid="runs-table"]');
   // (The labels-curve file beside them is listed apart.)
-  const files = readdirSync(bench).filter((f) => f.endsWith('.json') && !f.startsWith('labels-curve-'));
+  const files = readdirSync(bench).filter((f) => f.endsWith('.json') && !f.startsWith('labels-curve-') && !f.endsWith('.scored.json') && !f.endsWith('.calibration.json'));
   await driver.wait(
     async () => (await driver.findElements(css('[data-testid="runs-table"] tbody tr'))).length === files.length,
     20_000,
@@ -355,6 +520,16 @@ try {
   assert.equal(await driver.executeScript("return document.querySelectorAll('[data-testid=\"results-view\"] [data-testid=\"risk-level\"]').length"), 3);
   assert.match(await textOf('[data-testid="results-view"] [data-testid="unstable-accuracy"]'), /42\.6%\s*right, of 141 rows/);
   await shot('results-quality', '[data-testid="results-view"] [data-testid="selective-card"]');
+  // Each chart's figures as a table under it, folded away: a row per letter of the position bias.
+  const bias = await driver.executeScript(
+    `const v = document.querySelector('[data-testid="results-view"]');
+     return [v.querySelector('[data-testid="position-bias-chart"] canvas').getAttribute('aria-label'), v.querySelectorAll('[data-testid="position-bias-chart-data"] tbody th[scope="row"]').length];`,
+  );
+  assert.match(bias[0], /^Bar chart of position bias: .*The data table under the chart has each letter\.$/);
+  assert.ok(bias[1] >= 2, `a row per answer letter (${bias[1]})`);
+  await driver.executeScript(`document.querySelector('[data-testid="results-view"] [data-testid="position-bias-chart-data"] summary').click()`);
+  await visible('[data-testid="results-view"] [data-testid="position-bias-chart-data"] table');
+  await shot('results-quality-data', '[data-testid="results-view"] [data-testid="position-bias-chart"]');
   // The real judge's authored144 run (written before runs recorded agreement; the shell gives it
   // from the rows): agreement with the right answers per question, the confusion matrix on demand.
   const qwenRun = 'authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json';
@@ -476,8 +651,24 @@ try {
   await shot('models-after-restart');
   log('device, threads and default model kept across a restart');
 
-  // ── The review after the restart: continued with its five labels; agreement and shares ───
+  // ── The Score page after the restart: its texts and rubric as they were left ─────────────
   await go('score');
+  await driver.wait(async () => /support-tickets\.csv · 20 texts/.test(await textOf('.file-chip')), 20_000, 'the 20 tickets are back');
+  assert.match(await textOf('[data-testid="rubric-summary"]'), /support-ticket/);
+  assert.equal(await driver.executeScript("return document.querySelector('#score-debias').value"), 'none', 'the order chosen is back');
+  await shot('score-restored', '[data-testid="texts-card"]');
+  // My rubrics: the example kept in the app's data folder, listed, a file there.
+  await click('[data-testid="save-to-library"]');
+  await visible('[data-testid="library-rubric"][data-name="support-ticket"]');
+  assert.match(await textOf('[data-testid="library-rubric"]'), /^support-ticket · 3 questions/);
+  assert.ok(
+    readdirSync(join(env('XDG_DATA_HOME'), 'dev.readout.desktop', 'rubrics')).includes('support-ticket.rubric.json'),
+    'the rubric is a file in the app data folder',
+  );
+  await shot('score-rubric-library', '[data-testid="rubric-card"]');
+  log('the Score page came back after the restart; the example kept in My rubrics');
+
+  // ── The review after the restart: continued with its five labels; agreement and shares ───
   await visible('[data-testid="review-continue"]');
   assert.match(await textOf('[data-testid="review-continue"]'), /^Continue reviewing support-ticket\s+\(5 of 20 labelled\)$/);
   await shot('review-continue', '[data-testid="review-card"]');
@@ -571,8 +762,8 @@ try {
   assert.deepEqual(cliCal.held_out, fitCal.held_out);
   log(`${headline} (readout calibrate agrees: T = ${cliCal.temperature})`);
   await shot('review-fit-done', '[data-testid="fit-judge"]');
-  // Use it: the Score page takes the calibration (with its model and option order); the texts
-  // (gone with the restart) are opened again and scored with it.
+  // Use it: the Score page takes the calibration (with its model and option order); the example
+  // tickets are opened again and scored with it.
   await click('[data-testid="fit-use"]');
   await visible('[data-page="score"]');
   assert.equal(await textOf('[data-testid="calibration-chip"] .mono'), 'answers.labels.calibration.json');
@@ -605,11 +796,13 @@ try {
   await click('[data-testid="cancel-pull"]');
   await visible('[data-testid="pull-stopped"]', 60_000);
   const stoppedText = await textOf('[data-testid="pull-stopped"]');
-  const keptBytes = Number(stoppedText.match(/was stopped after (\d+) of (\d+) bytes/)?.[1]);
-  assert.ok(keptBytes > 0, stoppedText);
-  assert.match(stoppedText, /resumes from there/);
+  // In megabytes, as a person reads them: no byte count, no cache path.
+  const keptMb = Number(stoppedText.match(/was stopped after ([\d.]+) of 253 MB; what arrived is kept, and it goes on from there\./)?.[1]);
+  assert.ok(keptMb > 0, stoppedText);
+  await plainError('[data-testid="pull-stopped"]');
+  assert.equal(await textOf('[data-testid="pull-resume"]'), 'Resume download');
   await shot('models-hub-stopped', '[data-testid="hub-card"]');
-  log(`download stopped after ${keptBytes} bytes`);
+  log(`download stopped after ${keptMb} MB`);
   await click('[data-testid="pull-resume"]');
   await visible('[data-testid="pull-done"]', 300_000);
   assert.match(await textOf('[data-testid="pull-done"]'), /Downloaded (gemma-3-270m-q4_k_m\.gguf|Gemma 3 270M \(Q4_K_M\)) into the Hugging Face cache/);
@@ -632,12 +825,26 @@ try {
   await select('#score-model', gemmaPath);
   await click('[data-testid="score-button"]');
   await visible('[data-testid="score-results"] [data-testid="error-message"]', 60_000);
-  assert.match(await textOf('[data-testid="score-results"] [data-testid="error-message"]'), /no chat template.*Choose the chat template to read it with on the Models page/s);
+  assert.equal(
+    await textOf('[data-testid="score-results"] [data-testid="error-message"]'),
+    "This model has no chat template, the way of writing a conversation it was trained on; it is most likely gemma's.",
+  );
+  await plainError('[data-testid="score-results"] [data-state="error"]');
+  assert.equal(await textOf('[data-testid="score-results"] [data-testid="error-fix"]'), 'Use the gemma template');
+  assert.equal(await (await find('[data-testid="score-button"]')).isEnabled(), false, 'Score is disabled while the error stands');
   await shot('score-gemma-no-template', '[data-testid="score-results"]');
-  // Chosen: gemma.
+  // The fix: the gemma template chosen for the model, and the example scored with it.
+  await click('[data-testid="score-results"] [data-testid="error-fix"]');
+  await visible('[data-testid="score-table"]', 180_000);
+  assert.equal((await driver.findElements(css('[data-testid="score-table"] tbody tr'))).length, 3, 'the example scored by Gemma after the fix');
+  await shot('score-gemma-template-fix', '[data-testid="score-results"]');
+  // The choice is the model's, as the Models page shows and the settings file keeps.
   await go('models');
-  await select(`${gemmaRow} [data-testid="chat-template"]`, 'gemma');
-  await driver.wait(async () => (await driver.executeScript('return document.body.textContent')).includes('is read with the chat template gemma.'), 20_000, 'the template chosen');
+  await driver.wait(
+    async () => (await driver.executeScript(`return document.querySelector('${gemmaRow} [data-testid="chat-template"]')?.value ?? ''`)) === 'gemma',
+    20_000,
+    'the template chosen by the fix',
+  );
   assert.equal(await driver.executeScript(`return document.querySelector('${gemmaRow} [data-testid="chat-template"]').value`), 'gemma');
   assert.equal((await driver.findElements(css(`${gemmaRow} [data-testid="needs-template"]`))).length, 0);
   assert.equal(onDisk().chatTemplates[gemmaPath], 'gemma', 'the settings file keeps the choice');

@@ -39,8 +39,10 @@ pub enum Error {
 
     /// No usable chat template: the model has none and none was named, or the one named is
     /// neither a known family nor a readable file (`template::choose`).
+    /// `asked` is the name or file asked for that could not be used; `None` when the model
+    /// carries no template and none was asked for.
     #[error("{path}: {detail}. Name the chat template to read it with: --chat-template NAME|FILE, where NAME is one of {names} (llama.cpp's names), or FILE a Jinja template")]
-    NoChatTemplate { path: PathBuf, detail: String, names: String },
+    NoChatTemplate { path: PathBuf, detail: String, names: String, asked: Option<String> },
 
     #[error("{path}:{line}: field `{field}`: {reason}")]
     BadInput { path: PathBuf, line: usize, field: String, reason: String },
@@ -75,8 +77,10 @@ pub enum Error {
     /// A state (eval-set item) or text (score) whose prompt does not fit the model's context,
     /// found before anything is scored. `what` names it (the file and item id, or the text
     /// number); `state_tokens` is the state's share of `prompt_tokens`; `budget` is the context
-    /// less the tokens kept for a generated reply.
-    #[error("{what}: the prompt is {prompt_tokens} tokens ({state_tokens} of them the {part}) but the model's context holds {budget}{reserved}, {over} too many: {advice}.", over = .prompt_tokens.saturating_sub(*.budget))]
+    /// less the tokens kept for a generated reply; `without` is the prompt's length without the
+    /// state, and `cut_helps` whether cutting the state from the middle can make it fit. The
+    /// message gives the facts; each shell words the advice (the CLI names its flags).
+    #[error("{what}: the prompt is {prompt_tokens} tokens ({state_tokens} of them the {part}) but the model's context holds {budget}{reserved}, {over} too many", over = .prompt_tokens.saturating_sub(*.budget))]
     PromptTooLong {
         what: String,
         part: &'static str,
@@ -85,7 +89,8 @@ pub enum Error {
         budget: usize,
         /// Empty, or what the budget leaves out (", less 4 kept for the reply").
         reserved: String,
-        advice: String,
+        without: usize,
+        cut_helps: bool,
     },
 
     #[error("device `{requested}` is not available: {reason}")]
@@ -154,7 +159,7 @@ pub enum GgufProblem {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), err: source }
     }
 }

@@ -18,6 +18,10 @@
 //!   threshold. Rows are taken from the most confident down; tied confidences enter together (a
 //!   threshold cannot split them). Risk is the error rate among the rows answered (an invalid
 //!   row, confidence 0, is answered only at threshold 0 and is an error).
+//! - Chance ([`chance`]) is what a judge that picks an option uniformly at random scores on
+//!   balanced accuracy, in expectation: each gold class's recall is then the mean of `1/k` over
+//!   its rows (`k` options), and the classes and families are averaged as the figure averages them.
+//!   With every row at `k` options it is `1/k`.
 //! - Position bias ([`position_bias`]) reads each ordering's own letter probabilities, before any
 //!   debiasing: the letter the model chose under that ordering, against the letter the gold
 //!   option sat at.
@@ -156,6 +160,11 @@ pub struct Metrics {
     pub nll: f64,
     pub reliability: Vec<Bin>,
     pub confusion: Confusion,
+    /// Balanced accuracy of uniform random guessing on these rows ([`chance`]); absent in files
+    /// written before it (filled on load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub chance: Option<f64>,
 }
 
 /// A bootstrap percentile interval.
@@ -247,6 +256,11 @@ pub struct Summary {
     pub mean_family_balanced_accuracy: f64,
     /// Group bootstrap interval of `mean_family_balanced_accuracy`.
     pub bootstrap: Interval,
+    /// `mean_family_balanced_accuracy` of uniform random guessing (the mean over families of
+    /// their [`chance`]); absent in files written before it (filled on load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub chance: Option<f64>,
     /// Risk–coverage of all rows (absent in files written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
@@ -312,6 +326,32 @@ fn balanced_accuracy(rows: &[&ScoredRow]) -> f64 {
     mean(per_class.values().map(|&(n, c)| ratio(c, n)).sum(), per_class.len())
 }
 
+/// Expected balanced accuracy of a judge that picks one of a row's options uniformly at random:
+/// the mean over gold classes (by id) of the mean over their rows of `1/k`. `None` for no rows
+/// (or a row with no options, which a run never produces).
+pub fn chance(rows: &[ScoredRow]) -> Option<f64> {
+    chance_of(&rows.iter().collect::<Vec<_>>())
+}
+
+fn chance_of(rows: &[&ScoredRow]) -> Option<f64> {
+    let mut per_class: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+    for r in rows {
+        if r.option_ids.is_empty() {
+            return None;
+        }
+        let e = per_class.entry(r.gold_id()).or_default();
+        e.0 += 1;
+        e.1 += 1.0 / r.option_ids.len() as f64;
+    }
+    (!per_class.is_empty()).then(|| mean(per_class.values().map(|&(n, s)| s / n as f64).sum(), per_class.len()))
+}
+
+/// Mean over families of their [`chance`]: the chance level of `mean_family_balanced_accuracy`.
+pub fn family_chance(families: &BTreeMap<String, Metrics>) -> Option<f64> {
+    let each: Option<Vec<f64>> = families.values().map(|m| m.chance).collect();
+    each.filter(|c| !c.is_empty()).map(|c| mean(c.iter().sum(), c.len()))
+}
+
 /// The figures for one set of rows.
 pub fn metrics(rows: &[ScoredRow]) -> Metrics {
     metrics_of(&rows.iter().collect::<Vec<_>>())
@@ -368,6 +408,7 @@ fn metrics_of(rows: &[&ScoredRow]) -> Metrics {
         nll: mean(rows.iter().map(|r| r.nll()).sum(), n),
         reliability,
         confusion: confusion(rows, invalid > 0),
+        chance: chance_of(rows),
     }
 }
 
@@ -407,6 +448,7 @@ pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
     }
     let families: BTreeMap<String, Metrics> = by_family.into_iter().map(|(f, rs)| (f, metrics_of(&rs))).collect();
     let mean_family_balanced_accuracy = mean(families.values().map(|m| m.balanced_accuracy).sum(), families.len());
+    let chance = family_chance(&families);
     let (lo, hi) =
         bootstrap(rows, resamples, seed).unwrap_or((mean_family_balanced_accuracy, mean_family_balanced_accuracy));
     Summary {
@@ -414,9 +456,32 @@ pub fn summarize(rows: &[ScoredRow], resamples: usize, seed: u64) -> Summary {
         families,
         mean_family_balanced_accuracy,
         bootstrap: Interval { level: INTERVAL_LEVEL, lo, hi, resamples, seed },
+        chance,
         selective: Some(selective(rows)),
         position_bias: Some(position_bias(rows)),
         agreement: agreement_by_criterion(rows, None, resamples, seed),
+    }
+}
+
+impl Summary {
+    /// Fill the chance levels a file written before them lacks, from its rows (the rows the
+    /// summary was computed from). Figures already present are kept.
+    pub fn fill_chance(&mut self, rows: &[ScoredRow]) {
+        let mut by_family: BTreeMap<&str, Vec<&ScoredRow>> = BTreeMap::new();
+        for r in rows {
+            by_family.entry(r.family.as_str()).or_default().push(r);
+        }
+        for (family, m) in self.families.iter_mut() {
+            if m.chance.is_none() {
+                m.chance = by_family.get(family.as_str()).and_then(|rs| chance_of(rs));
+            }
+        }
+        if self.overall.chance.is_none() {
+            self.overall.chance = chance(rows);
+        }
+        if self.chance.is_none() {
+            self.chance = family_chance(&self.families);
+        }
     }
 }
 
@@ -928,6 +993,48 @@ mod tests {
         assert_eq!((m.reliability[0].count, m.reliability[9].count), (1, 4));
         // Brier: rows 1, 2, 4 give 0; row 3 gives 1 + 1 = 2; the invalid row gives 1: 3 / 5
         assert!(close(m.brier, 0.6));
+    }
+
+    /// A row of `k` options (`o0`…), gold at `gold`, answered right.
+    fn row_of(family: &str, gold: usize, k: usize) -> ScoredRow {
+        let mut probs = vec![0.0; k];
+        probs[gold] = 1.0;
+        ScoredRow { option_ids: (0..k).map(|i| format!("o{i}")).collect(), ..row("r", family, "g", gold, Some(probs)) }
+    }
+
+    #[test]
+    fn chance_of_uniform_guessing() {
+        // Family f1: gold o0 with 3 and 2 options (recall 1/3 and 1/2: mean 5/12), gold o1 with
+        // 4 options (1/4): balanced chance (5/12 + 3/12) / 2 = 1/3.
+        // Family f2: 2 options each, gold o0 and o1: 1/2. Headline chance (1/3 + 1/2) / 2 = 5/12.
+        // All rows pooled: o0 has 1/3, 1/2, 1/2 (mean 4/9), o1 has 1/4, 1/2 (mean 3/8):
+        // (4/9 + 3/8) / 2 = 59/144.
+        let rows =
+            vec![row_of("f1", 0, 3), row_of("f1", 0, 2), row_of("f1", 1, 4), row_of("f2", 0, 2), row_of("f2", 1, 2)];
+        assert!(close(chance(&rows[..3]).unwrap(), 1.0 / 3.0));
+        assert!(close(chance(&rows[3..]).unwrap(), 0.5));
+        assert!(close(chance(&rows).unwrap(), 59.0 / 144.0));
+        // Every row at k options: 1/k, whatever the golds.
+        assert!(close(chance(&[row_of("f", 0, 4), row_of("f", 3, 4), row_of("f", 3, 4)]).unwrap(), 0.25));
+        assert_eq!(chance(&[]), None);
+
+        let s = summarize(&rows, 0, 0);
+        assert!(close(s.families["f1"].chance.unwrap(), 1.0 / 3.0));
+        assert!(close(s.chance.unwrap(), 5.0 / 12.0));
+        assert!(close(s.overall.chance.unwrap(), 59.0 / 144.0));
+
+        // A file written before `chance` gets the same figures back from its rows.
+        let mut old = s.clone();
+        old.chance = None;
+        old.overall.chance = None;
+        for m in old.families.values_mut() {
+            m.chance = None;
+        }
+        let json = serde_json::to_string(&old).unwrap();
+        assert!(!json.contains("chance"));
+        let mut back: Summary = serde_json::from_str(&json).unwrap();
+        back.fill_chance(&rows);
+        assert_eq!(back, s);
     }
 
     #[test]

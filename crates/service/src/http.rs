@@ -163,7 +163,17 @@ impl ApiError {
         use readout::Error as E;
         match &e {
             E::PromptTooLong { .. } | E::ContextOverflow { .. } => {
-                let mut a = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "text_too_long", e.to_string());
+                // The library gives the facts; the advice is this shell's, in its request's words.
+                let message = match &e {
+                    E::PromptTooLong { cut_helps: true, .. } => {
+                        format!("{e}: shorten the text, or send \"truncate_middle\": true to cut it from the middle")
+                    }
+                    E::PromptTooLong { .. } => {
+                        format!("{e}: without the text the prompt still does not fit; shorten the rubric's questions or use a model with a longer context")
+                    }
+                    _ => e.to_string(),
+                };
+                let mut a = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "text_too_long", message);
                 a.body.field = Some("texts".into());
                 a
             }

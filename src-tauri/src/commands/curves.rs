@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use tauri::State;
 use ts_rs::TS;
 
-use super::Res;
+use super::{AppError, Res};
 use crate::state::AppState;
 
 /// The schema name `readout bench labels` writes.
@@ -65,28 +65,36 @@ pub struct LabelsCurveEntry {
 impl LabelsCurveFile {
     /// Read and check a labels-curve file.
     pub fn load(path: &Path) -> Res<LabelsCurveFile> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = crate::error::file_name(path);
+        // The library's kind of message, under Details; the window says it plainly.
+        let refused =
+            |message: String, details: String| AppError::new(message).details(format!("{}: {details}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| AppError::io(path, &e))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{}: not a complete JSON document ({e}); write it again with `readout bench labels`",
-                path.display()
+            refused(
+                format!("{name} is cut short or damaged: measure the curve again."),
+                format!("not a complete JSON document ({e}); write it again with `readout bench labels`"),
             )
         })?;
         if v.get("schema").and_then(|s| s.as_str()) != Some(SCHEMA) {
-            return Err(format!(
-                "{}: not a labels-curve file (`schema` is not \"{SCHEMA}\"); `readout bench labels RESULT.json` writes one",
-                path.display()
+            return Err(refused(
+                format!("{name} is not a labels-curve file."),
+                format!("not a labels-curve file (`schema` is not \"{SCHEMA}\"); `readout bench labels RESULT.json` writes one"),
             ));
         }
         let version = v.get("schema_version").and_then(|s| s.as_u64()).unwrap_or(0);
         if version != u64::from(SCHEMA_VERSION) {
-            return Err(format!(
-                "{}: field `schema_version`: version {version} of the labels-curve file; this app reads version {SCHEMA_VERSION}: measure it again with `readout bench labels`",
-                path.display()
+            return Err(refused(
+                format!("{name} was written by another version of Readout: measure the curve again."),
+                format!("field `schema_version`: version {version} of the labels-curve file; this app reads version {SCHEMA_VERSION}: measure it again with `readout bench labels`"),
             ));
         }
-        serde_json::from_value(v)
-            .map_err(|e| format!("{}: does not match the labels-curve format ({e})", path.display()))
+        serde_json::from_value(v).map_err(|e| {
+            refused(
+                format!("{name} does not match the labels-curve format."),
+                format!("does not match the labels-curve format ({e})"),
+            )
+        })
     }
 }
 
@@ -102,7 +110,7 @@ fn is_curve(path: &Path) -> bool {
 pub fn list_labels_curves(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec<LabelsCurveEntry>> {
     let dir = dir.unwrap_or_else(|| state.settings().bench_dir);
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+    for e in std::fs::read_dir(&dir).map_err(|e| AppError::io(&dir, &e))?.flatten() {
         let p = e.path();
         if !is_curve(&p) {
             continue;

@@ -31,7 +31,7 @@ use tauri::ipc::Channel;
 use tauri::State;
 use ts_rs::TS;
 
-use super::{msg, Res, TextIn};
+use super::{msg, AppError, Res, TextIn};
 
 /// One option of a criterion, as the person answers it.
 #[derive(Debug, Clone, Serialize, Deserialize, TS)]
@@ -204,7 +204,7 @@ fn view(open: &OpenReview) -> ReviewView {
 /// Hold `open` as the review open and give its view.
 fn hold(state: &AppState, open: OpenReview) -> Res<ReviewView> {
     let v = view(&open);
-    *state.review.lock().map_err(|_| "the review lock was poisoned; restart the app".to_string())? = Some(open);
+    *state.review.lock()? = Some(open);
     Ok(v)
 }
 
@@ -277,7 +277,7 @@ pub fn review_list(state: State<'_, AppState>) -> Res<Vec<ReviewEntry>> {
     let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&reviews) {
         Ok(entries) => entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
-        Err(e) => return Err(format!("{}: {e}", reviews.display())),
+        Err(e) => return Err(AppError::io(&reviews, &e)),
     };
     dirs.sort();
     dirs.reverse();
@@ -310,7 +310,7 @@ fn entry(dir: &Path) -> ReviewEntry {
             e.texts = texts;
             e.labelled = labelled;
         }
-        Err(err) => e.error = Some(msg(err)),
+        Err(err) => e.error = Some(msg(err).message),
     }
     e
 }
@@ -327,11 +327,14 @@ pub async fn review_open<R: tauri::Runtime>(app: tauri::AppHandle<R>, dir: PathB
             _ => false,
         };
         if !inside {
-            return Err(format!(
-                "{}: not one of the app's review folders ({}); open an answers file with Open answers file… instead",
+            return Err(AppError::new(
+                "That folder is not one of the app's reviews: open an answers file with Open answers file… instead.",
+            )
+            .details(format!(
+                "{}: not one of the app's review folders ({})",
                 dir.display(),
                 state.reviews_dir().display()
-            ));
+            )));
         }
         let review = Review::open_dir(&dir, draw()).map_err(msg)?;
         let name = Rubric::load(&dir.join("rubric.json")).map_err(msg)?.name;
@@ -355,10 +358,10 @@ pub async fn review_open_answers<R: tauri::Runtime>(
     tauri::async_runtime::spawn_blocking(move || {
         let state = app.state::<AppState>();
         if !state.was_picked(&answers) {
-            return Err(format!(
-                "{}: the app writes the labels beside an answers file you chose with Open answers file… only; choose it there",
-                answers.display()
-            ));
+            return Err(AppError::new(
+                "The app writes labels only beside an answers file you chose with Open answers file…: choose it there.",
+            )
+            .details(answers.display().to_string()));
         }
         let review = Review::open(&answers, &texts, &rubric, draw()).map_err(msg)?;
         let name = Rubric::load(&rubric).map_err(msg)?.name;
@@ -371,8 +374,8 @@ pub async fn review_open_answers<R: tauri::Runtime>(
 
 /// Runs `f` on the open review, or says there is none.
 fn with_review<T>(state: &AppState, f: impl FnOnce(&mut OpenReview) -> Res<T>) -> Res<T> {
-    let mut held = state.review.lock().map_err(|_| "the review lock was poisoned; restart the app".to_string())?;
-    let open = held.as_mut().ok_or("no review is open; start one from scored texts, or open one")?;
+    let mut held = state.review.lock()?;
+    let open = held.as_mut().ok_or("No review is open: start one from scored texts, or open one.")?;
     f(open)
 }
 
@@ -398,7 +401,9 @@ pub fn review_undo(state: State<'_, AppState>, index: usize) -> Res<ReviewUpdate
     with_review(&state, |open| {
         let r = &mut open.review;
         if index >= r.results.len() {
-            return Err(format!("there is no text {index} ({} texts)", r.results.len()));
+            return Err(
+                format!("There is no text {} here: the review has {} texts.", index + 1, r.results.len()).into()
+            );
         }
         r.unlabel(index).map_err(msg)?;
         Ok(ReviewUpdate { index, label: label_of(&r.labels, index), counts: counts(r) })
@@ -414,7 +419,7 @@ pub async fn review_report<R: tauri::Runtime>(app: tauri::AppHandle<R>, target_h
     let mut opts = ReportOptions::default();
     if let Some(h) = target_half_width {
         if !(h > 0.0 && h < 1.0) {
-            return Err(format!("the precision wanted is a share between 0 and 1 (0.05 for ± 5 %), not {h}"));
+            return Err(format!("The precision wanted is a share between 0 and 1 (0.05 for ± 5 %), not {h}.").into());
         }
         opts.target_half_width = h;
     }
@@ -466,11 +471,11 @@ fn readiness(review: &Review) -> Res<Readiness> {
 }
 
 /// Why a fit cannot be tried yet, in the person's words.
-fn not_ready(r: &Readiness) -> String {
-    format!(
-        "a temperature is fitted on at least {} of your answers ({} where the judge was wrong and {} where it was right); you have {} ({} wrong, {} right): label at least {} more",
+fn not_ready(r: &Readiness) -> AppError {
+    AppError::new(format!(
+        "A temperature is fitted on at least {} of your answers ({} where the judge was wrong and {} where it was right); you have {} ({} wrong, {} right): label at least {} more.",
         r.min_rows, r.min_errors, r.min_errors, r.answers, r.wrong, r.right, r.more_answers
-    )
+    ))
 }
 
 /// The fit kept beside `labels`, if both of its files are there and read.
@@ -552,7 +557,7 @@ pub async fn review_fit<R: tauri::Runtime>(
         };
         let run = readout::jobs::run::run(input, &mut control).map_err(msg)?;
         if run.status == Status::Partial {
-            return Err("stopped before the judge had read every labelled answer; nothing was fitted".into());
+            return Err("Stopped before the judge had read every labelled answer: nothing was fitted.".into());
         }
         let (result_file, file) = calibrate::files_beside(&labels_path);
         // The run's bytes are hashed as they will be written: the calibration names them.

@@ -5,19 +5,19 @@
 import type { ComponentChildren } from 'preact';
 import { baseName, int, pct } from '../lib/format';
 import type { Curve, LabelsCurveFile } from '../types';
-import { BLUE, ORANGE } from './charts';
 import { debiasWords } from './ResultView';
 import { Badge, Card } from './ui';
 
+/** `colour`: a class of styles.css (`.svg-blue` …), so the curves follow the light or dark scheme. */
 const DRAWS: Record<string, { name: string; colour: string; help: string }> = {
-  uniform: { name: 'Texts drawn at random', colour: BLUE, help: 'every text as likely as any other' },
+  uniform: { name: 'Texts drawn at random', colour: 'svg-blue', help: 'every text as likely as any other' },
   uncertainty: {
     name: 'The judge’s least sure texts first',
-    colour: ORANGE,
+    colour: 'svg-orange',
     help: 'as the review draws them: likelier the less sure the judge was, each label weighted by its chance so the share stays unbiased',
   },
 };
-const draw = (c: Curve) => DRAWS[c.by] ?? { name: c.by, colour: '#8a93a3', help: '' };
+const draw = (c: Curve) => DRAWS[c.by] ?? { name: c.by, colour: 'svg-grey', help: '' };
 
 /** Half-widths as points: 0.0731 → "7.3". */
 const pts = (x: number) => (x * 100).toFixed(1);
@@ -45,7 +45,7 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
   const y = (points: number) => m.top + ih - (points / yTop) * ih;
   const xTicks = Array.from({ length: Math.round(xTop / xStep) + 1 }, (_, i) => i * xStep);
   const yTicks = Array.from({ length: Math.round(yTop / yStep) + 1 }, (_, i) => i * yStep);
-  const label = `The 95% interval's half-width against the number of labels, for ${props.curves.map((c) => draw(c).name.toLowerCase()).join(' and ')}`;
+  const label = `The 95% interval's half-width against the number of labels, for ${props.curves.map((c) => draw(c).name.toLowerCase()).join(' and ')}. The data table under the chart has every point.`;
   return (
     <div class="svg-chart" data-testid="labels-curve-chart">
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={label} width="100%">
@@ -53,7 +53,7 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
         {/* grid and y ticks */}
         {yTicks.map((t) => (
           <g key={`y${t}`}>
-            <line x1={m.left} x2={m.left + iw} y1={y(t)} y2={y(t)} stroke="#e6e9ef" stroke-width="1" />
+            <line x1={m.left} x2={m.left + iw} y1={y(t)} y2={y(t)} class="svg-grid" stroke-width="1" />
             <text x={m.left - 8} y={y(t)} text-anchor="end" dominant-baseline="middle" class="svg-tick">
               {t === 0 ? '0' : `±${t}`}
             </text>
@@ -61,14 +61,14 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
         ))}
         {xTicks.map((t) => (
           <g key={`x${t}`}>
-            <line x1={x(t)} x2={x(t)} y1={m.top + ih} y2={m.top + ih + 5} stroke="#8a93a3" />
+            <line x1={x(t)} x2={x(t)} y1={m.top + ih} y2={m.top + ih + 5} class="svg-axis-line" />
             <text x={x(t)} y={m.top + ih + 18} text-anchor="middle" class="svg-tick">
               {t}
             </text>
           </g>
         ))}
-        <line x1={m.left} x2={m.left + iw} y1={m.top + ih} y2={m.top + ih} stroke="#8a93a3" />
-        <line x1={m.left} x2={m.left} y1={m.top} y2={m.top + ih} stroke="#8a93a3" />
+        <line x1={m.left} x2={m.left + iw} y1={m.top + ih} y2={m.top + ih} class="svg-axis-line" />
+        <line x1={m.left} x2={m.left} y1={m.top} y2={m.top + ih} class="svg-axis-line" />
         {/* axis titles */}
         <text x={m.left + iw / 2} y={H - 8} text-anchor="middle" class="svg-axis">
           labels (texts a person answered)
@@ -79,7 +79,7 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
         {/* the target lines */}
         {props.targets.map((t) => (
           <g key={`t${t}`} data-testid="target-line">
-            <line x1={m.left} x2={m.left + iw} y1={y(t * 100)} y2={y(t * 100)} stroke="#1e7b4d" stroke-width="1.5" stroke-dasharray="6 4" />
+            <line x1={m.left} x2={m.left + iw} y1={y(t * 100)} y2={y(t * 100)} class="svg-target-line" stroke-width="1.5" stroke-dasharray="6 4" />
             <text x={m.left + iw + 6} y={y(t * 100)} dominant-baseline="middle" class="svg-target">
               ± {Math.round(t * 100)} points
             </text>
@@ -90,10 +90,10 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
           const d = draw(c);
           const path = c.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(p.labels).toFixed(1)},${y(p.mean_half_width * 100).toFixed(1)}`).join(' ');
           return (
-            <g key={c.by} data-testid="curve" data-by={c.by}>
-              <path d={path} fill="none" stroke={d.colour} stroke-width="2.5" />
+            <g key={c.by} data-testid="curve" data-by={c.by} class={d.colour}>
+              <path d={path} fill="none" stroke-width="2.5" />
               {c.points.map((p) => (
-                <circle key={p.labels} cx={x(p.labels)} cy={y(p.mean_half_width * 100)} r="3.5" fill={d.colour}>
+                <circle key={p.labels} cx={x(p.labels)} cy={y(p.mean_half_width * 100)} r="3.5">
                   <title>{`${d.name}: ${p.labels} labels, ± ${pts(p.mean_half_width)} points (the interval held the truth in ${pct(p.coverage, 0)} of the draws)`}</title>
                 </circle>
               ))}
@@ -102,9 +102,9 @@ export function LabelsCurveChart(props: { curves: Curve[]; texts: number; target
         })}
         {/* legend */}
         {props.curves.map((c, i) => (
-          <g key={`l${c.by}`} transform={`translate(${m.left + iw - 250} ${m.top + 10 + i * 20})`}>
-            <line x1="0" x2="22" y1="0" y2="0" stroke={draw(c).colour} stroke-width="2.5" />
-            <circle cx="11" cy="0" r="3.5" fill={draw(c).colour} />
+          <g key={`l${c.by}`} transform={`translate(${m.left + iw - 250} ${m.top + 10 + i * 20})`} class={draw(c).colour}>
+            <line x1="0" x2="22" y1="0" y2="0" stroke-width="2.5" />
+            <circle cx="11" cy="0" r="3.5" />
             <text x="30" y="0" dominant-baseline="middle" class="svg-legend">
               {draw(c).name}
             </text>
@@ -199,20 +199,25 @@ export function LabelsCurveView(props: { f: LabelsCurveFile; file: string; actio
           Counted on the numbers of labels tried ({labelsTried.join(', ')}): the first whose mean interval is that narrow. On the Score page’s review, “Labels for ± N%” says the
           same for your own labels.
         </p>
-        <details class="details">
-          <summary>Every point</summary>
+        <details class="details chart-data" data-testid="labels-curve-chart-data">
+          <summary>Data table</summary>
           <div class="scroll-x">
             <table class="table compact" data-testid="labels-curve-table">
+              <caption>
+                The 95% interval around the corrected share, ± points, at each number of labels; in brackets, how often it held the truth
+              </caption>
               <thead>
                 <tr>
-                  <th class="num">labels</th>
+                  <th scope="col" class="num">
+                    labels
+                  </th>
                   {c.curves.map((x) => (
-                    <th key={x.by} class="num" title={draw(x).help}>
+                    <th key={x.by} scope="col" class="num" title={draw(x).help}>
                       {draw(x).name.toLowerCase()}: ± points (held the truth)
                     </th>
                   ))}
                   {c.curves.map((x) => (
-                    <th key={`lo${x.by}`} class="num" title="The interval from the labels alone, without the judge">
+                    <th key={`lo${x.by}`} scope="col" class="num" title="The interval from the labels alone, without the judge">
                       labels alone, {x.by === 'uniform' ? 'at random' : 'least sure first'}
                     </th>
                   ))}
@@ -221,7 +226,9 @@ export function LabelsCurveView(props: { f: LabelsCurveFile; file: string; actio
               <tbody>
                 {labelsTried.map((n) => (
                   <tr key={n}>
-                    <td class="num">{n}</td>
+                    <th scope="row" class="num">
+                      {n}
+                    </th>
                     {c.curves.map((x) => {
                       const p = x.points.find((q) => q.labels === n);
                       return (

@@ -2,6 +2,7 @@
 // (shared by the Models page and the first-start offer), and the offer itself, shown while the
 // app has no model at all. The shell downloads into the Hugging Face cache; a stopped download
 // keeps what arrived, and the next one resumes from there.
+import { toAppError, type AppError } from '../api';
 import { Busy, Card, ErrorBox, Notice } from './ui';
 import { bytes } from '../lib/format';
 import type { CatalogueItem, ModelEntry, PullProgress } from '../types';
@@ -11,10 +12,10 @@ export type PullState =
   | { status: 'pulling'; spec: string; progress: PullProgress | null; cancelling: boolean }
   | { status: 'done'; spec: string; model: ModelEntry }
   | { status: 'stopped'; spec: string; message: string }
-  | { status: 'error'; spec: string; message: string };
+  | { status: 'error'; spec: string; message: string; error?: AppError };
 
-/** The library's words for a download its caller stopped (`Error::HubStopped`). */
-export const isStopped = (message: string) => message.includes('was stopped after');
+/** A download its caller stopped (`Error::HubStopped`): the shell offers to resume it. */
+export const isStopped = (e: unknown) => toAppError(e).fix?.kind === 'resume_download';
 
 /** The download under way, finished, stopped or failed. */
 export function PullStatus(props: { pull: PullState; onCancel: () => void; onRetry?: () => void }) {
@@ -33,12 +34,12 @@ export function PullStatus(props: { pull: PullState; onCancel: () => void; onRet
     return (
       <div data-testid="pull-stopped">
         <Notice kind="warn">
-          <strong>Download stopped.</strong> {p.message}
+          <strong>Download stopped.</strong> <span data-testid="pull-stopped-message">{p.message}</span>
         </Notice>
         {props.onRetry && (
           <div class="row end">
             <button type="button" class="secondary" data-testid="pull-resume" onClick={props.onRetry}>
-              Resume the download
+              Resume download
             </button>
           </div>
         )}
@@ -46,7 +47,7 @@ export function PullStatus(props: { pull: PullState; onCancel: () => void; onRet
     );
   }
   if (p.status === 'error') {
-    return <ErrorBox title={`${p.spec} could not be downloaded`} message={p.message} onRetry={props.onRetry} retryLabel="Try again" testid="pull-error" />;
+    return <ErrorBox title={`${p.spec} could not be downloaded`} error={p.error ?? p.message} onRetry={props.onRetry} retryLabel="Try again" testid="pull-error" />;
   }
   const g = p.progress;
   const share = g && g.total > 0 ? g.done / g.total : 0;

@@ -1,32 +1,54 @@
-// One result file, shown for people: headline figures, agreement with the right answers per
-// question, per-family bars, reliability diagram, risk–coverage curve, position bias, confusion
-// matrix, the order-unstable rows, and the details.
+// One result file, shown for people: first how often the model was right against guessing, in a
+// sentence; then the figures a person reads (each with its line of explanation), the statisticians'
+// figures (ECE, Brier, NLL) folded under Details; agreement with the right answers per question,
+// per-family bars with the guessing line, reliability diagram, risk–coverage curve, position
+// bias, confusion matrix, the order-unstable rows, and the details of the run.
 // Files written before a figure existed (no `selective` or `position_bias`) say so in its place.
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
+import { rowTexts } from '../api';
+import { againstGuessing, GUESSING_WORDS, rightOfTheTime } from '../lib/chance';
+import { debiasWords } from '../lib/debias';
 import { baseName, duration, int, num, pct } from '../lib/format';
-import type { Confusion, PositionBias, ResultFile, RowRecord, Selective } from '../types';
+import type { Confusion, EvalSetRecord, PositionBias, ResultFile, RowRecord, RowTexts, Selective } from '../types';
 import { AGAINST_GOLD, AgreementList } from './Agreement';
 import { FamilyBars, PositionBiasChart, ReliabilityChart, RISK_COLOURS, RiskCoverageChart } from './charts';
 import { Badge, Card } from './ui';
 
-const DEBIAS_WORDS: Record<string, string> = {
-  none: 'one option order',
-  cyclic: 'every rotation of the options',
-  permutation: 'every order of the options',
-  calibrate: 'rotations with calibration',
-  pride: 'PriDe (letter bias estimated from a sample)',
-  batch: 'batch calibration (letter bias from all rows)',
-};
+// The option orders' words live in lib/debias (every page names them alike); kept here for the
+// pages that import them from this file.
+export { debiasWords };
 
-export const debiasWords = (d: string) => DEBIAS_WORDS[d] ?? d;
-
+/** A figure, its value, and beneath it the line that says what it means (shown, not only on hover). */
 function Metric(props: { label: string; value: ComponentChildren; sub?: ComponentChildren; help: string; testid?: string; big?: boolean }) {
   return (
-    <div class={`metric ${props.big ? 'metric-big' : ''}`} title={props.help} data-testid={props.testid}>
+    <div class={`metric ${props.big ? 'metric-big' : ''}`} data-testid={props.testid}>
       <div class="metric-label">{props.label}</div>
       <div class="metric-value">{props.value}</div>
       {props.sub && <div class="metric-sub">{props.sub}</div>}
+      <div class="metric-help">{props.help}</div>
+    </div>
+  );
+}
+
+/** The headline: how often the model was right against guessing, and one sentence on the gap. */
+function Headline(props: { accuracy: number; chance?: number; lo: number; hi: number; level: number }) {
+  const { accuracy, chance } = props;
+  const against = chance === undefined ? null : againstGuessing(accuracy, chance);
+  return (
+    <div class={`eval-headline ${against ? `against-${against}` : ''}`} data-testid="eval-headline" data-against={against ?? undefined}>
+      <p class="eval-headline-figure" data-testid="metric-mfba">
+        {rightOfTheTime(accuracy, chance)}
+      </p>
+      {against && (
+        <p class="eval-headline-words" data-testid="guessing-words">
+          {GUESSING_WORDS[against]}
+        </p>
+      )}
+      <p class="muted small">
+        How often the model picked the right answer, each kind of question counting the same. Guessing picks one of each question’s options at random. Run on other
+        questions like these, it would likely score between {pct(props.lo)} and {pct(props.hi)} ({Math.round(props.level * 100)} % sure).
+      </p>
     </div>
   );
 }
@@ -87,18 +109,31 @@ function ConfusionTable(props: { confusion: Confusion }) {
   );
 }
 
-function UnstableRows(props: { rows: RowRecord[] }) {
+/** The rows whose answer changed with the option order, each with the text it judged (from the
+ * eval set the run read, found again by its checksum; without it, the row's id). */
+function UnstableRows(props: { rows: RowRecord[]; evalSet: EvalSetRecord }) {
   const [all, setAll] = useState(false);
+  const [texts, setTexts] = useState<RowTexts | null>(null);
+  useEffect(() => {
+    let live = true;
+    rowTexts(props.evalSet)
+      .then((t) => live && setTexts(t))
+      .catch(() => live && setTexts(null));
+    return () => {
+      live = false;
+    };
+  }, [props.evalSet.sha256]);
   const rows = props.rows.filter((r) => r.order_unstable);
   const shown = all ? rows : rows.slice(0, 12);
   if (rows.length === 0) return <p class="muted">No row changed its answer with the option order.</p>;
   return (
     <>
+      {texts?.missing && <p class="muted small" data-testid="row-texts-missing">{texts.missing}</p>}
       <div class="scroll-x">
         <table class="table compact" data-testid="unstable-rows">
           <thead>
             <tr>
-              <th>row</th>
+              <th>text</th>
               <th>family</th>
               <th>right answer</th>
               <th>combined answer</th>
@@ -108,7 +143,11 @@ function UnstableRows(props: { rows: RowRecord[] }) {
           <tbody>
             {shown.map((r) => (
               <tr key={r.id}>
-                <td class="mono">{r.id}</td>
+                <td title={`row ${r.id}`}>
+                  <div class="row-text" data-testid="row-text">
+                    {texts?.texts[r.id] ?? <span class="mono">{r.id}</span>}
+                  </div>
+                </td>
                 <td>{r.family.replace(/_/g, ' ')}</td>
                 <td>{r.gold_id}</td>
                 <td class={r.correct ? 'good' : 'bad'}>{r.predicted_id ?? 'invalid'}</td>
@@ -213,7 +252,7 @@ function LetterPreference(props: { bias: PositionBias }) {
   );
 }
 
-export function ResultView(props: { result: ResultFile; file?: string; actions?: ComponentChildren }) {
+export function ResultView(props: { result: ResultFile; file?: string; actions?: ComponentChildren; below?: ComponentChildren }) {
   const r = props.result;
   const m = r.metrics;
   const checked = m?.overall.order_unstable !== null && m?.overall.order_unstable !== undefined;
@@ -253,40 +292,61 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
         {!m ? (
           <p class="muted">No figures: the run stopped before any row was scored.</p>
         ) : (
-          <div class="metrics" data-testid="metrics">
-            <Metric
-              big
-              testid="metric-mfba"
-              label="Mean family balanced accuracy"
-              value={pct(m.mean_family_balanced_accuracy)}
-              sub={`${Math.round(m.bootstrap.level * 100)}% interval ${pct(m.bootstrap.lo)} – ${pct(m.bootstrap.hi)}`}
-              help="Per family: the average, over the right answers that occur, of how often the model found them. Then the mean over families. The interval comes from resampling the groups."
-            />
-            <Metric label="Accuracy" value={pct(m.overall.accuracy)} sub={`${int(m.overall.rows)} rows`} help="Share of rows answered right." testid="metric-accuracy" />
-            <Metric
-              testid="metric-unstable"
-              label="Order-unstable rows"
-              value={checked ? `${m.overall.order_unstable} of ${m.overall.rows}` : 'not checked'}
-              sub={checked ? `${pct(m.overall.order_consistency)} keep their answer` : 'only one option order was scored'}
-              help="Rows whose answer changed when the options were shown in another order."
-            />
-            <Metric label="ECE" value={num(m.overall.ece)} sub="calibration error (lower is better)" help="Expected calibration error: the gap between confidence and share right, over 10 bins." />
-            <Metric label="Brier" value={num(m.overall.brier)} sub="lower is better" help="Squared error of the probabilities, summed over options, averaged over rows." />
-            <Metric label="NLL" value={num(m.overall.nll)} sub="lower is better" help="Negative log-probability of the right answer, averaged over rows." />
-            <Metric
-              label="Invalid answers"
-              value={String(m.overall.invalid)}
-              sub={r.config.mode === 'generate' ? 'replies with no valid letter' : 'readout cannot give one'}
-              help="Generated replies with no valid option letter; counted as wrong."
-            />
-            <Metric
-              label="Time"
-              value={duration(r.timing.wall_seconds)}
-              sub={`${r.timing.rows_per_second.toFixed(2)} rows/s · model load ${duration(r.timing.model_load_seconds)}`}
-              help="MEASURED: wall-clock time of the whole run, from the result file."
-            />
-          </div>
+          <>
+            <Headline accuracy={m.mean_family_balanced_accuracy} chance={m.chance} lo={m.bootstrap.lo} hi={m.bootstrap.hi} level={m.bootstrap.level} />
+            <div class="metrics" data-testid="metrics">
+              <Metric
+                label="Questions answered right"
+                value={pct(m.overall.accuracy)}
+                sub={`of ${int(m.overall.rows)} questions`}
+                help="Every question counted once, so the kinds with more questions weigh more than in the headline."
+                testid="metric-accuracy"
+              />
+              <Metric
+                testid="metric-unstable"
+                label="Answers that change with the option order"
+                value={checked ? `${m.overall.order_unstable} of ${m.overall.rows}` : 'not checked'}
+                sub={checked ? `${pct(m.overall.order_consistency)} keep their answer` : 'only one option order was scored'}
+                help="Questions whose answer changed when the options were shown in another order: the model was unsure there."
+              />
+              {(r.config.mode === 'generate' || m.overall.invalid > 0) && (
+                <Metric
+                  label="Replies without an answer"
+                  value={String(m.overall.invalid)}
+                  sub="counted as wrong"
+                  help="Replies the model wrote that named none of the options."
+                />
+              )}
+              <Metric
+                label="Time"
+                value={duration(r.timing.wall_seconds)}
+                sub={`${r.timing.rows_per_second.toFixed(2)} questions a second`}
+                help={`Measured on this computer, from start to end; loading the model took ${duration(r.timing.model_load_seconds)}.`}
+              />
+            </div>
+            <details class="details stats-details" data-testid="stats-details">
+              <summary>
+                Details <span class="muted small">for statisticians</span>
+              </summary>
+              <div class="metrics">
+                <Metric
+                  label="Mean family balanced accuracy"
+                  value={pct(m.mean_family_balanced_accuracy)}
+                  sub={`${Math.round(m.bootstrap.level * 100)}% interval ${pct(m.bootstrap.lo)} – ${pct(m.bootstrap.hi)}${m.chance !== undefined ? ` · chance ${pct(m.chance)}` : ''}`}
+                  help="The headline: per family, the mean recall over the gold answers present; then the mean over families. Interval: group bootstrap."
+                  testid="metric-mfba-stat"
+                />
+                <Metric label="ECE" value={num(m.overall.ece)} sub="lower is better" help="Expected calibration error: the gap between stated confidence and the share right, over 10 bins." testid="metric-ece" />
+                <Metric label="Brier" value={num(m.overall.brier)} sub="lower is better" help="Squared error of the probabilities, summed over options, averaged over rows." />
+                <Metric label="NLL" value={num(m.overall.nll)} sub="lower is better" help="Negative log-probability of the right answer, averaged over rows." />
+                {r.config.mode !== 'generate' && m.overall.invalid === 0 && (
+                  <Metric label="Invalid answers" value="0" sub="reading the letters always gives one" help="Generated replies with no valid option letter; counted as wrong." />
+                )}
+              </div>
+            </details>
+          </>
         )}
+        {props.below}
       </Card>
 
       {m && (
@@ -295,29 +355,34 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
             {m.agreement ? <AgreementList list={m.agreement} rows={r.rows} raters={AGAINST_GOLD} /> : <Absent testid="agreement-absent" />}
           </Card>
           <div class="grid-2">
-            <Card title="Balanced accuracy per family">
+            <Card title="Right answers per kind of question">
+              <p class="muted small figure-note">Each bar: how often the model found the right answer on one kind of question. The dashed line is what guessing would score.</p>
               <FamilyBars families={m.families} mean={m.mean_family_balanced_accuracy} />
             </Card>
             <Card title="Is the confidence right? (reliability)">
+              <p class="muted small figure-note">When the model is 70 % sure, is it right 70 % of the time? Bars on the dashed line mean yes; bars below it, too sure.</p>
               <ReliabilityChart bins={m.overall.reliability} />
             </Card>
           </div>
           <div class="grid-2">
             <Card title="Answer only when sure? (risk and coverage)" testid="selective-card">
+              <p class="muted small figure-note">Answering only where the model is most sure: how many questions it answers, and how many of those it gets wrong.</p>
               {m.selective ? <SelectiveAnswers selective={m.selective} /> : <Absent testid="selective-absent" />}
             </Card>
             <Card title="Which letter does it pick? (position bias)" testid="position-card">
+              <p class="muted small figure-note">How often the model picked each letter, against how often the right answer sat there. A fair judge’s bars match.</p>
               {m.position_bias ? <LetterPreference bias={m.position_bias} /> : <Absent testid="position-absent" />}
             </Card>
           </div>
           <Card title="Answers against the right answers (confusion matrix)">
+            <p class="muted small figure-note">Each row is a right answer, each column what the model said; the shaded diagonal is where they agree.</p>
             <ConfusionTable confusion={m.overall.confusion} />
           </Card>
           <Card title={`Order-unstable rows${checked ? ` (${m.overall.order_unstable})` : ''}`} testid="unstable-card">
             {checked ? (
-              <UnstableRows rows={r.rows} />
+              <UnstableRows rows={r.rows} evalSet={r.eval_set} />
             ) : (
-              <p class="muted">Not checked: this run scored one option order. Choose “every rotation” to check.</p>
+              <p class="muted">Not checked: this run scored one option order. Choose “Every rotation” to check.</p>
             )}
           </Card>
         </>
@@ -352,7 +417,7 @@ export function ResultView(props: { result: ResultFile; file?: string; actions?:
           <dd data-testid="calibration-detail">
             {r.config.calibration ? (
               <>
-                {r.config.calibration.temperature.toFixed(3)} from <span class="mono">{r.config.calibration.file}</span> (fitted on a {r.config.calibration.debias} run; sha256{' '}
+                {r.config.calibration.temperature.toFixed(3)} from <span class="mono">{r.config.calibration.file}</span> (fitted on a run with {debiasWords(r.config.calibration.debias)}; sha256{' '}
                 <span class="mono">{r.config.calibration.sha256.slice(0, 12)}…</span>)
               </>
             ) : (

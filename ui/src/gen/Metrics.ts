@@ -13,4 +13,9 @@ order_consistency: number | null,
 /**
  * Number of order-unstable rows; `None` if none was checked.
  */
-order_unstable: number | null, ece: number, brier: number, nll: number, reliability: Array<Bin>, confusion: Confusion, };
+order_unstable: number | null, ece: number, brier: number, nll: number, reliability: Array<Bin>, confusion: Confusion, 
+/**
+ * Balanced accuracy of uniform random guessing on these rows ([`chance`]); absent in files
+ * written before it (filled on load).
+ */
+chance?: number, };

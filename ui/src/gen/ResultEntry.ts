@@ -10,4 +10,8 @@ export type ResultEntry = { file: string,
 /**
  * The model's name, as the Models page names it (`ModelRecord::display_name`).
  */
-model: string, mode: Mode, shots: number, debias: DebiasMode, mean_family_balanced_accuracy: number | null, order_unstable: number | null, seconds: number, rows: number, status: Status, };
+model: string, mode: Mode, shots: number, debias: DebiasMode, mean_family_balanced_accuracy: number | null, 
+/**
+ * The same figure for guessing (`readout::metrics::Summary::chance`).
+ */
+chance: number | null, order_unstable: number | null, seconds: number, rows: number, status: Status, };

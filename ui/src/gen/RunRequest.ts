@@ -21,6 +21,11 @@ passTokens?: number,
  */
 skipBad?: boolean, 
 /**
+ * Cut an item too long for the model from the middle (its head and tail kept) instead of
+ * refusing the set (`--truncate-middle`).
+ */
+truncateMiddle?: boolean, 
+/**
  * Complete the partial file a stopped (or crashed) run of these same options left in the
  * results folder, instead of starting over.
  */

@@ -18,4 +18,9 @@ abstainLetterMass?: number,
 /**
  * A calibration file (`readout calibrate`), as `pick_file` gave it.
  */
-calibration?: string, };
+calibration?: string, 
+/**
+ * Cut a text too long for the model from the middle (its head and tail kept) instead of
+ * refusing it (`--truncate-middle`).
+ */
+truncateMiddle?: boolean, };

@@ -18,6 +18,11 @@ mean_family_balanced_accuracy: number,
  */
 bootstrap: Interval, 
 /**
+ * `mean_family_balanced_accuracy` of uniform random guessing (the mean over families of
+ * their [`chance`]); absent in files written before it (filled on load).
+ */
+chance?: number, 
+/**
  * Risk–coverage of all rows (absent in files written before it).
  */
 selective?: Selective, 

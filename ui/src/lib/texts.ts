@@ -1,4 +1,6 @@
-// Reading texts to score from what a person pastes or opens (CSV or JSON Lines).
+// Reading texts to score from what a person pastes or opens (CSV or JSON Lines), as
+// `readout score --texts` reads them (crates/readout/src/formats/texts.rs); a CSV without a `text`
+// column gives its columns for a person to choose from instead of an error.
 import type { TextIn } from '../types';
 
 /** Pasted text: one text per line (blank lines skipped), or the whole box as one text. */
@@ -55,57 +57,99 @@ export function parseCsvRecords(s: string): string[][] {
 
 export class TextFileError extends Error {}
 
+/** A CSV whose texts column a person chooses: its header and its rows (the header left out). */
+export interface CsvTable {
+  header: string[];
+  rows: string[][];
+}
+
+/** What a texts file gives: its texts, or — a CSV without a `text` column — its table, for a
+ * person to say which column holds the texts. */
+export type TextFile = { texts: TextIn[] } | { table: CsvTable };
+
+const headerName = (h: string) => h.trim().toLowerCase();
+
+/** The column of `want` in a header, by name (any case), or -1. */
+export const columnOf = (header: string[], want: string): number => header.map(headerName).indexOf(want.toLowerCase());
+
 /**
- * A CSV with a header row: the `text` column (or the only column) is the text, an `id` column is
- * carried along. A CSV without a `text` header and with one column is read as texts, no header.
+ * The texts of a CSV's column `text` (a row number counted from 1 for the header, as an editor
+ * shows lines), with ids from column `id` when one is chosen. An empty text is refused by its
+ * line, so nothing is scored short without a word.
  */
-export function parseCsv(s: string, file: string): TextIn[] {
-  const records = parseCsvRecords(s);
-  if (records.length === 0) throw new TextFileError(`${file}: the file has no rows`);
-  const header = records[0].map((h) => h.trim().toLowerCase());
-  const t = header.indexOf('text');
-  const id = header.indexOf('id');
-  if (t < 0) {
-    if (header.length === 1) return records.map((r) => ({ text: r[0] }));
-    throw new TextFileError(
-      `${file}:1: no column named \`text\` (columns: ${records[0].join(', ')}); name the column that holds the texts "text"`,
-    );
-  }
-  return records.slice(1).map((r, i) => {
-    const text = r[t] ?? '';
-    if (!text.trim()) throw new TextFileError(`${file}:${i + 2}: column \`text\` is empty`);
-    const out: TextIn = { text };
-    if (id >= 0 && r[id]?.trim()) out.id = r[id].trim();
+export function textsFromTable(table: CsvTable, text: number, id: number | null, file: string): TextIn[] {
+  const name = table.header[text]?.trim() || `column ${text + 1}`;
+  return table.rows.map((r, i) => {
+    const t = r[text] ?? '';
+    if (!t.trim()) throw new TextFileError(`${file}, line ${i + 2}: the “${name}” column is empty there. Fill it in, or remove that line.`);
+    const out: TextIn = { text: t };
+    if (id !== null && r[id]?.trim()) out.id = r[id].trim();
     return out;
   });
 }
 
-/** JSON Lines: each line a JSON string, or an object with `text` and an optional `id` (as `readout score --texts`). */
+/**
+ * A CSV with a header row, as `readout score --texts` reads it: the `text` column (or `state`) is
+ * the text, an `id` column is carried along. Without such a column: a one-column file is read as
+ * texts with no header; a file of several columns gives its table, for a person to choose.
+ */
+export function readCsv(s: string, file: string): TextFile {
+  const records = parseCsvRecords(s);
+  if (records.length === 0) throw new TextFileError(`${file} has no rows.`);
+  const header = records[0];
+  const t = columnOf(header, 'text') >= 0 ? columnOf(header, 'text') : columnOf(header, 'state');
+  const table = { header, rows: records.slice(1) };
+  if (t < 0) {
+    if (header.length === 1) return { texts: records.map((r) => ({ text: r[0] })) };
+    if (table.rows.length === 0) throw new TextFileError(`${file} has a header line but no texts under it.`);
+    return { table };
+  }
+  const id = columnOf(header, 'id');
+  return { texts: textsFromTable(table, t, id >= 0 ? id : null, file) };
+}
+
+/** A CSV's texts; one without a `text` column is refused (the page offers the column picker instead: `readTextFile`). */
+export function parseCsv(s: string, file: string): TextIn[] {
+  const r = readCsv(s, file);
+  if ('texts' in r) return r.texts;
+  throw new TextFileError(`${file} has no column named “text” (its columns: ${r.table.header.join(', ')}).`);
+}
+
+/** JSON Lines: each line a JSON string, or an object with `text` (or `state`) and an optional `id` (as `readout score --texts`). */
 export function parseJsonl(s: string, file: string): TextIn[] {
   const out: TextIn[] = [];
-  s.split(/\r?\n/).forEach((line, i) => {
-    if (!line.trim()) return;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (e) {
-      throw new TextFileError(`${file}:${i + 1}: not valid JSON (${(e as Error).message})`);
-    }
-    if (typeof v === 'string') out.push({ text: v });
-    else if (v && typeof v === 'object' && typeof (v as { text?: unknown }).text === 'string') {
-      const o = v as { text: string; id?: unknown };
-      const item: TextIn = { text: o.text };
-      if (o.id !== undefined && o.id !== null) item.id = String(o.id);
+  s.replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .forEach((line, i) => {
+      if (!line.trim()) return;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch {
+        throw new TextFileError(`${file}, line ${i + 1}: this line is not readable. Each line holds one text in quotes, or {"text": …}.`);
+      }
+      const o = v && typeof v === 'object' ? (v as { text?: unknown; state?: unknown; id?: unknown }) : null;
+      const text = typeof v === 'string' ? v : typeof o?.text === 'string' ? o.text : typeof o?.state === 'string' ? o.state : null;
+      if (text === null) throw new TextFileError(`${file}, line ${i + 1}: no text on this line. Each line holds one text in quotes, or {"text": …}.`);
+      const item: TextIn = { text };
+      if (o && o.id !== undefined && o.id !== null) item.id = typeof o.id === 'string' ? o.id : JSON.stringify(o.id);
       out.push(item);
-    } else throw new TextFileError(`${file}:${i + 1}: field \`text\`: missing; a line is a string or {"text": …, "id": …}`);
-  });
+    });
   return out;
 }
 
-export function parseTextFile(name: string, contents: string): TextIn[] {
+/** A texts file by its name: CSV (perhaps with columns to choose), JSON Lines, or plain text with one text a line. */
+export function readTextFile(name: string, contents: string): TextFile {
   const lower = name.toLowerCase();
-  if (lower.endsWith('.jsonl') || lower.endsWith('.ndjson') || lower.endsWith('.json')) return parseJsonl(contents, name);
-  if (lower.endsWith('.csv')) return parseCsv(contents, name);
-  if (lower.endsWith('.txt')) return parsePasted(contents, true);
-  throw new TextFileError(`${name}: open a .csv or .jsonl file (or a .txt with one text per line)`);
+  if (lower.endsWith('.csv')) return readCsv(contents, name);
+  if (lower.endsWith('.jsonl') || lower.endsWith('.ndjson') || lower.endsWith('.json')) return { texts: parseJsonl(contents, name) };
+  if (lower.endsWith('.txt')) return { texts: parsePasted(contents, true) };
+  throw new TextFileError(`${name}: open a .csv or .jsonl file, or a .txt file with one text a line.`);
+}
+
+/** A texts file's texts (a CSV without a `text` column refused: see `readTextFile`). */
+export function parseTextFile(name: string, contents: string): TextIn[] {
+  const r = readTextFile(name, contents);
+  if ('texts' in r) return r.texts;
+  return parseCsv(contents, name);
 }

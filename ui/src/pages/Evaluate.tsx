@@ -1,19 +1,21 @@
 // Evaluate: run a labelled eval set through a model under one configuration.
 import { useEffect, useState } from 'preact/hooks';
-import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult } from '../api';
+import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult, toAppError, type AppError, type Fix } from '../api';
 import { CalibrationPicker } from '../components/CalibrationPicker';
 import { ModelSelect } from '../components/ModelSelect';
 import { ResultView } from '../components/ResultView';
+import { CalibrateFromRun } from './evaluate/CalibrateFromRun';
 import { Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { DEBIAS, debiasHelp } from '../lib/debias';
 import { baseName, duration } from '../lib/format';
-import type { DebiasMode, EvalSetEntry, Mode, ModelEntry, Progress, ResultFile } from '../types';
+import type { DebiasMode, EvalSetEntry, Fitted, Mode, ModelEntry, Progress, ResultFile } from '../types';
 
 type Run =
   | { status: 'idle' }
   | { status: 'running'; progress: Progress | null; cancelling: boolean }
   | { status: 'done'; result: ResultFile }
-  | { status: 'error'; message: string };
+  /** `error`: what the shell said (its fix, its Details); `key`: the choices it failed on. */
+  | { status: 'error'; message: string; error?: AppError; key?: string };
 
 export function ProgressBar(props: { progress: Progress | null }) {
   const p = props.progress;
@@ -43,7 +45,14 @@ export function ProgressBar(props: { progress: Progress | null }) {
   );
 }
 
-export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: string; onSaved: () => void; onModelUsed: () => void }) {
+export function EvaluatePage(props: {
+  models: ModelEntry[];
+  defaultModel?: string;
+  onSaved: () => void;
+  onModelUsed: () => void;
+  /** "Use it when scoring" on a calibration fitted from a run: the Score page takes it. */
+  onUseCalibration?: (f: Fitted) => void;
+}) {
   const [sets, setSets] = useState<{ status: 'loading' | 'ready' | 'error'; list: EvalSetEntry[]; error?: string }>({ status: 'loading', list: [] });
   const [extra, setExtra] = useState<string[]>([]);
   const [evalSet, setEvalSet] = useState('');
@@ -61,6 +70,8 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
   const [calibration, setCalibration] = useState<string | null>(null);
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [saveNote, setSaveNote] = useState<string | null>(null);
+  /** Where the run shown was saved (the calibration is written beside it); null until saved. */
+  const [savedPath, setSavedPath] = useState<string | null>(null);
   const [saveError, setSaveError] = useState<string | null>(null);
 
   async function loadSets() {
@@ -89,9 +100,11 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
   }
 
   /** Run the chosen options; `resume`: complete the partial file a stopped run of them left. */
-  async function start(resume = false) {
+  async function start(resume = false, fixed: { skipBad?: boolean; truncateMiddle?: boolean } = {}) {
     if (!evalSet) return;
+    const key = choicesKey(fixed.skipBad ?? skipBad);
     setSaveNote(null);
+    setSavedPath(null);
     setSaveError(null);
     setRun({ status: 'running', progress: null, cancelling: false });
     try {
@@ -108,7 +121,8 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
           batchedSuffixes,
           trim,
           passTokens,
-          skipBad: skipBad || undefined,
+          skipBad: (fixed.skipBad ?? skipBad) || undefined,
+          truncateMiddle: fixed.truncateMiddle,
           resume: resume || undefined,
           calibration: calibration ?? undefined,
         },
@@ -116,7 +130,8 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
       );
       setRun({ status: 'done', result });
     } catch (e) {
-      setRun({ status: 'error', message: errorMessage(e) });
+      const error = toAppError(e);
+      setRun({ status: 'error', message: error.message, error, key });
     } finally {
       props.onModelUsed();
     }
@@ -145,15 +160,44 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
       }
       const written = await saveResult(path);
       setSaveNote(`Saved to ${written}`);
+      setSavedPath(written);
       props.onSaved();
     } catch (e) {
       setSaveError(errorMessage(e));
     }
   }
 
+  /** The run's saved file, saved to the results folder first when it is not yet (to calibrate it). */
+  async function savedFile(): Promise<string> {
+    if (savedPath) return savedPath;
+    const written = await saveResult();
+    setSaveNote(`Saved to ${written}`);
+    setSavedPath(written);
+    props.onSaved();
+    return written;
+  }
+
+  /** Apply the fix the shell offered with the run's error, and run again. */
+  function fix(f: Fix) {
+    if (f.kind === 'skip_bad_lines') {
+      setSkipBad(true);
+      void start(false, { skipBad: true });
+    } else if (f.kind === 'truncate_middle') {
+      void start(false, { truncateMiddle: true });
+    } else if (f.kind === 'retry') {
+      void start();
+    }
+  }
+
   const running = run.status === 'running';
   const chosen = sets.list.find((s) => s.path === evalSet);
   const problem = chosen?.error;
+  // What a run depends on: an error that running again cannot help stands until one changes, and
+  // a set with a bad line is not run (the same error twice) until bad lines are skipped.
+  const choicesKey = (skip: boolean) =>
+    JSON.stringify([evalSet, model, mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens, skip, calibration]);
+  const stuck = run.status === 'error' && run.key === choicesKey(skipBad) && run.error?.fix?.kind !== 'retry';
+  const blocked = stuck || (!!problem && !skipBad);
   const options = [...sets.list.map((s) => ({ path: s.path, label: s.error ? `${s.name} — cannot be read` : `${s.name} (${s.rows} rows)` })), ...extra.filter((p) => !sets.list.some((s) => s.path === p)).map((p) => ({ path: p, label: baseName(p) }))];
 
   return (
@@ -186,9 +230,15 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
               <ErrorBox
                 testid="evalset-problem"
                 title={`${baseName(chosen.path)} cannot be run as it is`}
-                lead={problem.line !== null ? `Line ${problem.line}${problem.field ? `, field “${problem.field}”` : ''}` : undefined}
-                message={problem.message}
-                hint={problem.line !== null ? 'Fix that line in the file and read the eval sets again, or tick “Skip bad lines” to run the other lines.' : 'Fix the file and read the eval sets again.'}
+                error={problem}
+                onFix={skipBad ? undefined : (f) => f.kind === 'skip_bad_lines' && setSkipBad(true)}
+                hint={
+                  problem.line === null
+                    ? 'Fix the file and read the eval sets again.'
+                    : skipBad
+                      ? 'Bad lines are skipped: Run scores the other lines, and the result file lists the ones left out.'
+                      : 'Fix that line in the file and read the eval sets again, or skip bad lines to run the other lines.'
+                }
                 onRetry={loadSets}
                 retryLabel="Read the eval sets again"
               />
@@ -264,9 +314,9 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
             </label>
           </div>
 
-          <span class="label">Levers</span>
+          <span class="label">Advanced</span>
           <details class="levers" data-testid="levers">
-            <summary>Show the speed levers <span class="muted small">(for measuring; leave them on for normal use)</span></summary>
+            <summary>Speed settings <span class="muted small">(for measuring speed; leave them as they are)</span></summary>
             <label class="check">
               <input type="checkbox" checked={prefixTree} onChange={(e) => setPrefixTree(e.currentTarget.checked)} data-testid="lever-prefix-tree" />
               Share prompt beginnings <span class="muted">(each shared part computed once; off: every prompt from scratch)</span>
@@ -292,7 +342,14 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
               {run.cancelling ? 'Stopping…' : 'Cancel'}
             </button>
           ) : (
-            <button type="button" class="primary" onClick={() => start()} disabled={!evalSet} data-testid="run-button">
+            <button
+              type="button"
+              class="primary"
+              onClick={() => start()}
+              disabled={!evalSet || blocked}
+              title={blocked ? (stuck ? 'Running the same again would fail the same way: use the button under the error, or change a choice.' : 'This set has a bad line: skip bad lines to run the others.') : undefined}
+              data-testid="run-button"
+            >
               Run
             </button>
           )}
@@ -306,7 +363,9 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
             <ProgressBar progress={run.progress} />
           </Card>
         )}
-        {run.status === 'error' && <ErrorBox title="The run could not be done" message={run.message} onRetry={() => start()} />}
+        {run.status === 'error' && (
+          <ErrorBox title="The run could not be done" error={run.error ?? run.message} onFix={fix} onRetry={stuck ? undefined : () => start()} />
+        )}
         {run.status === 'done' && (
           <>
             {run.result.eval_set.skipped.length > 0 && (
@@ -325,6 +384,7 @@ export function EvaluatePage(props: { models: ModelEntry[]; defaultModel?: strin
             {saveError && <ErrorBox title="The result file could not be saved" message={saveError} />}
             <ResultView
               result={run.result}
+              below={<CalibrateFromRun result={run.result} file={savedFile} onUse={(f) => props.onUseCalibration?.(f)} />}
               actions={
                 <>
                   <button type="button" class="primary" onClick={() => save(false)} data-testid="save-result">

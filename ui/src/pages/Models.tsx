@@ -372,7 +372,7 @@ export function ModelsPage(props: {
     chatTemplateNames().then(setNames, () => setNames([]));
   }, []);
   const [busy, setBusy] = useState<string | null>(null);
-  const [error, setError] = useState<{ title: string; message: string } | null>(null);
+  const [error, setError] = useState<{ title: string; message: string; error?: unknown } | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const settings = props.settings.status === 'ready' ? props.settings.settings : null;
   const [device, setDevice] = useState<Device>('auto');
@@ -395,7 +395,7 @@ export function ModelsPage(props: {
       setNote(m.has_chat_template || m.chat_template ? `Added ${m.name}.` : `Added ${m.name}. It has no chat template of its own (a base model?): choose one on its card before using it.`);
       props.reloadModels();
     } catch (e) {
-      setError({ title: 'The model could not be added', message: errorMessage(e) });
+      setError({ title: 'The model could not be added', message: errorMessage(e), error: e });
     } finally {
       setBusy(null);
     }
@@ -415,7 +415,7 @@ export function ModelsPage(props: {
       setNote(next.chat_template ? `${next.name} is read with the chat template ${next.chat_template}.` : `${next.name} is read with its own chat template.`);
       props.reloadModels();
     } catch (e) {
-      setError({ title: 'The chat template could not be chosen', message: errorMessage(e) });
+      setError({ title: 'The chat template could not be chosen', message: errorMessage(e), error: e });
     } finally {
       setBusy(null);
     }
@@ -430,7 +430,7 @@ export function ModelsPage(props: {
       await props.applySettings({ ...settings, ...patch });
       setNote(message);
     } catch (e) {
-      setError({ title: 'The setting could not be changed', message: errorMessage(e) });
+      setError({ title: 'The setting could not be changed', message: errorMessage(e), error: e });
     } finally {
       setBusy(null);
     }
@@ -460,7 +460,7 @@ export function ModelsPage(props: {
         }
       >
         {busy && <Busy label={busy} />}
-        {error && <ErrorBox title={error.title} message={error.message} />}
+        {error && <ErrorBox title={error.title} error={error.error ?? error.message} />}
         {note && <Notice>{note}</Notice>}
         {props.models.status === 'loading' && <Busy label="Looking for models…" />}
         {props.models.status === 'error' && <ErrorBox title="The models could not be listed" message={props.models.message} onRetry={props.reloadModels} />}

@@ -8,6 +8,7 @@ import { LabelsCurveView } from '../components/LabelsCurveView';
 import { debiasWords, ResultView } from '../components/ResultView';
 import { Busy, Card, Empty, ErrorBox } from '../components/ui';
 import { baseName, pct, pValue } from '../lib/format';
+import { Scorings } from './results/Scorings';
 import type { Comparison, LabelsCurveEntry, LabelsCurveFile, PairedBootstrap, ResultFile, ResultEntry, RowRecord } from '../types';
 
 type List = { status: 'loading' } | { status: 'ready'; rows: ResultEntry[] } | { status: 'error'; message: string };
@@ -18,7 +19,7 @@ type View =
   | { kind: 'open'; file: string; status: 'ready'; result: ResultFile }
   | { kind: 'open'; file: string; status: 'error'; message: string }
   | { kind: 'compare'; a: string; b: string; status: 'loading' }
-  | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison; rows: RowRecord[] }
+  | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison; rows: RowRecord[]; chance: Record<string, number | undefined> }
   | { kind: 'compare'; a: string; b: string; status: 'error'; message: string }
   | { kind: 'curve'; file: string; status: 'loading' }
   | { kind: 'curve'; file: string; status: 'ready'; curve: LabelsCurveFile }
@@ -56,7 +57,7 @@ function Differences(props: { d: PairedBootstrap }) {
   );
 }
 
-function CompareView(props: { a: string; b: string; c: Comparison; rows: RowRecord[]; labelA: string; labelB: string }) {
+function CompareView(props: { a: string; b: string; c: Comparison; rows: RowRecord[]; labelA: string; labelB: string; chance?: Record<string, number | undefined> }) {
   const { c } = props;
   const significant = c.p_value < 0.05;
   const diff = c.accuracy_b - c.accuracy_a;
@@ -152,7 +153,8 @@ function CompareView(props: { a: string; b: string; c: Comparison; rows: RowReco
           </div>
         </Card>
         <Card title="Balanced accuracy per family">
-          <CompareBars families={c.families} nameA={props.labelA} nameB={props.labelB} />
+          <p class="muted small figure-note">Each pair of bars: how often A and B found the right answer on one kind of question. The dashed line is what guessing would score.</p>
+          <CompareBars families={c.families} nameA={props.labelA} nameB={props.labelB} chance={props.chance} />
         </Card>
       </div>
     </div>
@@ -226,7 +228,9 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
     try {
       // A's rows name the questions of a row-form set (by their families) in the agreement.
       const [comparison, first] = await Promise.all([compareResults(a, b), loadResult(a)]);
-      setView({ kind: 'compare', a, b, status: 'ready', comparison, rows: first.rows });
+      // Guessing per family (the same eval set in both runs): A's.
+      const chance = Object.fromEntries(Object.entries(first.metrics?.families ?? {}).map(([f, m]) => [f, m.chance]));
+      setView({ kind: 'compare', a, b, status: 'ready', comparison, rows: first.rows, chance });
     } catch (e) {
       setView({ kind: 'compare', a, b, status: 'error', message: errorMessage(e) });
     }
@@ -234,7 +238,10 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
 
   const runLabel = (file: string) => {
     const r = list.status === 'ready' ? list.rows.find((x) => x.file === file) : undefined;
-    return r ? `${r.model}, ${r.mode}, ${r.shots} shot${r.shots === 1 ? '' : 's'}, ${r.debias}` : baseName(file);
+    // The model by its name, and how it was run, in the words the forms use.
+    return r
+      ? `${r.model}, ${debiasWords(r.debias)}${r.mode === 'generate' ? ', writing its answer' : ''}, ${r.shots} worked example${r.shots === 1 ? '' : 's'}`
+      : baseName(file);
   };
 
   const toggle = (file: string) =>
@@ -244,7 +251,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
     <div class="page" data-page="results">
       <header class="page-head">
         <h1>Results</h1>
-        <p class="lead">Every run saved in the results folder. Open one to see its figures, or tick two to compare them.</p>
+        <p class="lead">Every evaluation saved in the results folder and every scoring of texts. Open one to see its figures or answers, or tick two evaluations to compare them.</p>
       </header>
       <Card
         title="Runs"
@@ -298,7 +305,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                         </button>
                       </td>
                       <td data-testid="run-model">{r.model}</td>
-                      <td title={`mode ${r.mode}, ${r.shots} shots, option order ${r.debias}`}>
+                      <td>
                         {r.mode === 'generate' ? 'writes its answer, ' : ''}
                         {debiasWords(r.debias)}, {r.shots} worked example{r.shots === 1 ? '' : 's'}
                       </td>
@@ -328,6 +335,8 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
           </>
         )}
       </Card>
+
+      <Scorings folder={dir} refresh={props.refresh} active={props.active} />
 
       {curves.status === 'error' && <ErrorBox title="The labels-curve files could not be read" message={curves.message} onRetry={() => void loadCurves()} testid="curves-error" />}
       {curves.status === 'ready' && curves.rows.length > 0 && (
@@ -389,7 +398,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
         {view.kind === 'compare' && view.status === 'loading' && <Busy label="Comparing the two runs row by row…" />}
         {view.kind === 'compare' && view.status === 'error' && <ErrorBox title="The runs could not be compared" message={view.message} onRetry={compare} />}
         {view.kind === 'compare' && view.status === 'ready' && (
-          <CompareView a={view.a} b={view.b} c={view.comparison} rows={view.rows} labelA={runLabel(view.a)} labelB={runLabel(view.b)} />
+          <CompareView a={view.a} b={view.b} c={view.comparison} rows={view.rows} labelA={runLabel(view.a)} labelB={runLabel(view.b)} chance={view.chance} />
         )}
         {view.kind === 'curve' && view.status === 'loading' && <Busy label={`Opening ${baseName(view.file)}…`} />}
         {view.kind === 'curve' && view.status === 'error' && <ErrorBox title="The labels-curve file could not be opened" message={view.message} onRetry={() => openCurve(view.file)} />}

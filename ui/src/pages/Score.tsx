@@ -2,6 +2,7 @@
 // person wants, a review of those answers against their own labels. The state and the backend
 // calls live in ./score/useScore.ts and ./review/useReview.ts; each card is a component in ./score/.
 // While a review is open it takes the page's place (the scoring cards stay as they were, hidden).
+import { useEffect } from 'preact/hooks';
 import { baseName } from '../lib/format';
 import type { Fitted, ModelEntry } from '../types';
 import type { Judge } from './review/FitJudge';
@@ -14,7 +15,14 @@ import { SettingsCard } from './score/SettingsCard';
 import { TextsCard } from './score/TextsCard';
 import { useScore } from './score/useScore';
 
-export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; onModelUsed: () => void }) {
+export function ScorePage(props: {
+  models: ModelEntry[];
+  defaultModel?: string;
+  onModelUsed: () => void;
+  /** A calibration fitted elsewhere (the Evaluate page's "Calibrate from this run"), to use; `n`
+   * counts the hand-overs, so the same one given twice is applied twice. */
+  fit?: { fitted: Fitted; n: number } | null;
+}) {
   const { texts, rubric, scoring, tryExample } = useScore(props.onModelUsed);
   const review = useReview();
   /** "Use it when scoring": the fit's calibration, with the model and option order it was fitted
@@ -34,6 +42,9 @@ export function ScorePage(props: { models: ModelEntry[]; defaultModel?: string; 
     review.close();
     if (!scoring.why) void scoring.score(choice);
   }
+  useEffect(() => {
+    if (props.fit) applyFit(props.fit.fitted);
+  }, [props.fit?.n]);
   const judge: Judge = { model: scoring.model, debias: scoring.debias, models: props.models, defaultModel: props.defaultModel, use: applyFit };
   return (
     <>

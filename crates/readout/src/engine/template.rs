@@ -122,6 +122,7 @@ pub fn choose(asked: Option<&TemplateSource>, own: Option<String>, model: &Path)
                 path: model.to_path_buf(),
                 detail: format!("`{n}` is not a chat template Readout knows"),
                 names: NAMES.join(", "),
+                asked: Some(n.clone()),
             })?;
             (n.clone(), source.to_string(), model.to_path_buf())
         }
@@ -130,6 +131,7 @@ pub fn choose(asked: Option<&TemplateSource>, own: Option<String>, model: &Path)
                 path: model.to_path_buf(),
                 detail: format!("`{}` is neither a chat template Readout knows nor a readable file ({e})", p.display()),
                 names: NAMES.join(", "),
+                asked: Some(p.display().to_string()),
             })?;
             let file =
                 p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
@@ -142,12 +144,25 @@ pub fn choose(asked: Option<&TemplateSource>, own: Option<String>, model: &Path)
                     path: model.to_path_buf(),
                     detail: "the model carries no chat template (a base model?)".into(),
                     names: NAMES.join(", "),
+                    asked: None,
                 })
             }
         },
     };
     let sha256 = crate::hash::sha256_bytes(source.as_bytes());
     Ok(ChosenTemplate { name, source, sha256, origin })
+}
+
+/// The family whose template a model of `architecture` (GGUF `general.architecture`) most
+/// likely expects, for a model that carries none: only where the architecture settles it
+/// (Gemma's own turns; Qwen's ChatML). Llama and Mistral models have had several formats, so
+/// none is guessed for them.
+pub fn guess(architecture: &str) -> Option<&'static str> {
+    match architecture {
+        a if a.starts_with("gemma") => Some("gemma"),
+        a if a.starts_with("qwen") => Some("chatml"),
+        _ => None,
+    }
 }
 
 /// The Jinja source of a known family.
@@ -390,6 +405,19 @@ mod tests {
     fn render(name: &str, messages: &[Message]) -> String {
         let chosen = choose(Some(&TemplateSource::Name(name.into())), None, Path::new("m")).unwrap();
         ChatTemplate::new(&chosen, None, None).unwrap().render(messages).unwrap()
+    }
+
+    #[test]
+    fn guess_names_a_family_only_where_the_architecture_settles_it() {
+        assert_eq!(guess("gemma3"), Some("gemma"));
+        assert_eq!(guess("qwen2"), Some("chatml"));
+        assert_eq!(guess("qwen3"), Some("chatml"));
+        assert_eq!(guess("llama"), None);
+        assert_eq!(guess("mistral"), None);
+        // Every guess is a family Readout knows.
+        for a in ["gemma3", "qwen2"] {
+            assert!(guess(a).and_then(builtin).is_some(), "{a}");
+        }
     }
 
     fn system_user() -> Vec<Message> {

@@ -289,7 +289,7 @@ impl ResultFile {
             )));
         }
         let rows = v.get("rows").cloned();
-        serde_json::from_value(v).map_err(|e| {
+        let mut file: ResultFile = serde_json::from_value(v).map_err(|e| {
             // Name the row when one row is the problem.
             let at = rows
                 .as_ref()
@@ -303,7 +303,14 @@ impl ResultFile {
             bad(format!(
                 "does not match the result format ({at}); the file was edited or written by another program: re-run the evaluation"
             ))
-        })
+        })?;
+        if file.metrics.as_ref().is_some_and(|m| m.chance.is_none()) {
+            let scored = file.scored_rows();
+            if let Some(m) = file.metrics.as_mut() {
+                m.fill_chance(&scored);
+            }
+        }
+        Ok(file)
     }
 
     /// The rows as the metrics see them.

@@ -345,23 +345,7 @@ impl Header {
                 cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
                 device: info.device.clone(),
             },
-            model: ModelRecord {
-                name: crate::models::name_of(&info.path),
-                file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-                sha256: engine.sha256()?,
-                architecture: info.architecture.as_str().into(),
-                quantisation: info.quantisation.clone(),
-                parameters: info.parameters,
-                weights: info.weights.as_str().into(),
-                activations: info.activations.into(),
-                kv_cache: info.kv_cache.as_str().into(),
-                precision: info.precision.as_str().into(),
-                attention: info.attention.as_str().into(),
-                fused_kernels: info.fused_kernels.as_str().into(),
-                source: info.source.clone(),
-                chat_template: Some(info.chat_template.clone()),
-                chat_template_sha256: Some(info.chat_template_sha256.clone()),
-            },
+            model: model_record(engine)?,
             eval_set: EvalSetRecord {
                 name: set.name.clone(),
                 path: set.path.display().to_string(),
@@ -442,5 +426,27 @@ fn row_record(
         probs: c.probs,
         predicted: c.predicted,
         truncated_tokens: c.truncated_tokens,
+    })
+}
+/// What a result or scored file records of the model that made it: its name as Readout shows
+/// it, its file and checksum, and how its weights, activations and cache were held.
+pub fn model_record(engine: &Engine) -> Result<ModelRecord> {
+    let info = engine.info();
+    Ok(ModelRecord {
+        name: crate::models::name_of(&info.path),
+        file: info.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        sha256: engine.sha256()?,
+        architecture: info.architecture.as_str().into(),
+        quantisation: info.quantisation.clone(),
+        parameters: info.parameters,
+        weights: info.weights.as_str().into(),
+        activations: info.activations.into(),
+        kv_cache: info.kv_cache.as_str().into(),
+        precision: info.precision.as_str().into(),
+        attention: info.attention.as_str().into(),
+        fused_kernels: info.fused_kernels.as_str().into(),
+        source: info.source.clone(),
+        chat_template: Some(info.chat_template.clone()),
+        chat_template_sha256: Some(info.chat_template_sha256.clone()),
     })
 }

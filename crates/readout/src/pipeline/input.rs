@@ -61,6 +61,26 @@ impl Shots {
     }
 }
 
+/// A row's id, as result files record it: `item` for a one-criterion item, `item/criterion`
+/// otherwise.
+fn row_id(item: &crate::formats::evalset::Item, c: &Criterion) -> String {
+    if item.criteria.len() == 1 {
+        item.id.clone()
+    } else {
+        format!("{}/{}", item.id, c.name)
+    }
+}
+
+/// Every row id of `eval_set` with the text (state) it judges: to show a result file's rows with
+/// their texts, which the result file does not repeat.
+pub fn row_texts(eval_set: &EvalSet) -> std::collections::BTreeMap<String, String> {
+    eval_set
+        .items
+        .iter()
+        .flat_map(|item| item.criteria.iter().map(move |c| (row_id(item, c), item.state.clone())))
+        .collect()
+}
+
 /// Everything to decide, before any prompt is rendered.
 #[derive(Debug, Clone)]
 pub struct Job<'a> {
@@ -77,7 +97,7 @@ impl<'a> Job<'a> {
         for (ii, item) in eval_set.items.iter().enumerate() {
             for c in &item.criteria {
                 let Some(gold) = c.gold else { continue };
-                let id = if item.criteria.len() == 1 { item.id.clone() } else { format!("{}/{}", item.id, c.name) };
+                let id = row_id(item, c);
                 rows.push(Row {
                     id,
                     item: ii,

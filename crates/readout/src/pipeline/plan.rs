@@ -138,21 +138,6 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
     let longest = |d: &[Draft]| d.iter().map(|d| (d.tokens.len(), d.row, d.k)).max().unwrap_or_default();
     let too_long = |ri: usize, k: usize, prompt_tokens: usize, cut_tried: bool| -> Result<Error> {
         let without = draft(ri, k, "")?.tokens.len();
-        let advice = if cut_tried || without > budget {
-            if part == "state" {
-                format!(
-                    "without its state the prompt (system turn, shots, question and options) is still {without} tokens, so cutting the state cannot make it fit: use fewer --shots, shorter questions, or a model with a longer context"
-                )
-            } else {
-                format!(
-                    "without the text the prompt (system turn, question and options) is still {without} tokens, so cutting the text cannot make it fit: shorten the rubric's questions or use a model with a longer context"
-                )
-            }
-        } else {
-            format!(
-                "shorten the {part}, or pass --truncate-middle to cut it from the middle (its head and tail are kept)"
-            )
-        };
         Ok(Error::PromptTooLong {
             what: job.describe(&rows[ri]),
             part,
@@ -164,7 +149,8 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
             } else {
                 String::new()
             },
-            advice,
+            without,
+            cut_helps: !cut_tried && without <= budget,
         })
     };
     let mut items: Vec<std::ops::Range<usize>> = Vec::new();

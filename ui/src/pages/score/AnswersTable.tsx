@@ -1,5 +1,6 @@
-// The answers of a scoring job: a row per text, a column per question; each cell folds open
-// to every option's probability and the reason when no answer was given.
+// The answers of a scoring job: a row per text (numbered from 1, as every export numbers them), a
+// column per question; each cell folds open to every option's probability and the reason when no
+// answer was given.
 import { Badge } from '../../components/ui';
 import { pct } from '../../lib/format';
 import { TYPE_WORDS } from '../../lib/rubric';
@@ -13,14 +14,20 @@ function abstainWhy(c: CriterionResult, options: ScoreOptions): string {
   return `No answer: the likeliest option has ${pct(c.probability, 0)}, under the ${pct(options.abstainBelow, 0)} asked for. The model is unsure.`;
 }
 
-function Cell(props: { c: CriterionResult; options: ScoreOptions }) {
+function Cell(props: { c: CriterionResult; options: ScoreOptions; badges: boolean }) {
   const c = props.c;
   const chosen = c.options.find((o) => o.id === c.chosen);
   // Abstained: the option with the top probability, shown as the one the model leaned to.
   const top = c.options.reduce((a, b) => (b.probability > a.probability ? b : a), c.options[0]);
   const why = c.abstained ? abstainWhy(c, props.options) : '';
   return (
-    <details class="answer" data-testid="answer-cell" data-abstained={c.abstained}>
+    <details
+      class="answer"
+      data-testid="answer-cell"
+      data-abstained={c.abstained}
+      data-close={c.close ? 'true' : undefined}
+      data-unstable={c.order_unstable === true ? 'true' : undefined}
+    >
       <summary>
         {c.abstained ? (
           <span class="chosen no-answer" title={why} data-testid="no-answer">
@@ -48,12 +55,12 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions }) {
               none fits
             </Badge>
           )}
-          {c.close && (
+          {props.badges && c.close && (
             <Badge kind="close" title="The top two answers are less than 10 points apart: the model is unsure.">
               close
             </Badge>
           )}
-          {c.order_unstable === true && (
+          {props.badges && c.order_unstable === true && (
             <Badge kind="unstable" title="The answer changed when the options were shown in another order: do not rely on it.">
               order-unstable
             </Badge>
@@ -80,7 +87,8 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions }) {
       <p class="muted small">
         {c.expected_level !== undefined && <>Expected level {c.expected_level.toFixed(2)} · </>}
         Lead over the runner-up {pct(c.margin, 1)}
-        {c.order_unstable === null ? ' · option order not checked' : c.order_unstable ? '' : ' · same answer in every option order'}
+        {c.close && ' · a close call'}
+        {c.order_unstable === null ? ' · option order not checked' : c.order_unstable ? ' · changed when the options were reordered' : ' · same answer in every option order'}
         {c.letter_mass !== undefined && (
           <span title="Share of the model's next-token probability that fell on the answer letters; low values mean the model wanted to say something else.">
             {' '}
@@ -92,9 +100,14 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions }) {
   );
 }
 
-export function AnswersTable(props: { texts: TextIn[]; results: TextResult[]; options: ScoreOptions }) {
+/** The answers, a row per text (numbered from 1) and a column per question. `keep`: the texts
+ * (0-based indices) to show, all when absent; `badges`: the close and order-unstable badges on
+ * each cell (off when most answers carry one: the verdict gives their count instead). */
+export function AnswersTable(props: { texts: TextIn[]; results: TextResult[]; options: ScoreOptions; keep?: Set<number> | null; badges?: boolean }) {
   const names = props.results[0]?.criteria.map((c) => c.criterion) ?? [];
   const types = props.results[0]?.criteria.map((c) => c.type) ?? [];
+  const badges = props.badges ?? true;
+  const rows = props.keep ? props.results.filter((r) => props.keep?.has(r.index)) : props.results;
   return (
     <div class="scroll-x">
       <table class="table answers-table" data-testid="score-table">
@@ -109,19 +122,28 @@ export function AnswersTable(props: { texts: TextIn[]; results: TextResult[]; op
           </tr>
         </thead>
         <tbody>
-          {props.results.map((r) => {
+          {rows.map((r) => {
             const t = props.texts[r.index];
+            const id = r.id ?? t?.id;
             return (
-              <tr key={r.index}>
+              <tr key={r.index} data-number={r.index + 1}>
                 <td class="text-col">
-                  <span class="text-no">{r.id ?? t?.id ?? `#${r.index + 1}`}</span>
+                  <span class="text-no">
+                    {id ? (
+                      <>
+                        {id} <span class="muted">· text {r.index + 1}</span>
+                      </>
+                    ) : (
+                      `Text ${r.index + 1}`
+                    )}
+                  </span>
                   <span class="text-snippet" title={t?.text}>
                     {t?.text}
                   </span>
                 </td>
                 {r.criteria.map((c) => (
                   <td key={c.criterion}>
-                    <Cell c={c} options={props.options} />
+                    <Cell c={c} options={props.options} badges={badges} />
                   </td>
                 ))}
               </tr>
