@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { answersSummary, errorMessage, listScored, loadScored } from '../../api';
 import { Busy, Card, ErrorBox, Notice } from '../../components/ui';
 import { stoppedWords, textsWith } from '../../lib/answers';
-import { DEBIAS } from '../../lib/debias';
+import { debiasName } from '../../lib/debias';
 import { baseName } from '../../lib/format';
 import type { QuestionSummary as Summary, ScoredEntry, ScoredFile, ScoreOptions } from '../../types';
 import { AnswersTable } from '../score/AnswersTable';
@@ -14,8 +14,6 @@ import { type Filter, QuestionSummary } from '../score/QuestionSummary';
 type List = { status: 'loading' } | { status: 'ready'; rows: ScoredEntry[] } | { status: 'error'; message: string };
 type Open = { status: 'none' } | { status: 'loading'; file: string } | { status: 'ready'; file: string; scored: ScoredFile; summary: Summary[] } | { status: 'error'; file: string; message: string };
 
-/** The option order as the Score page names it. */
-const orderWords = (d: ScoredEntry['debias']) => DEBIAS.find((x) => x.id === d)?.label.replace(/ \(.*\)$/, '') ?? d;
 
 /** "4 Dec 2026, 17:50" in the person's time zone. */
 const when = (iso: string) => {
@@ -46,7 +44,7 @@ function ScoredView(props: { file: string; model: string; scored: ScoredFile; su
         <dt>Model</dt>
         <dd data-testid="scored-model">{props.model}</dd>
         <dt>Option order</dt>
-        <dd>{orderWords(scored.config.debias)}</dd>
+        <dd>{debiasName(scored.config.debias)}</dd>
         <dt>Scored</dt>
         <dd>{when(scored.created)}</dd>
         <dt>File</dt>
@@ -124,7 +122,7 @@ export function Scorings(props: { folder?: string; refresh: number; active: bool
                     <td title={r.created}>{when(r.created)}</td>
                     <td data-testid="scored-rubric">{r.rubric || '(no name)'}</td>
                     <td data-testid="scored-model-cell">{r.model}</td>
-                    <td>{orderWords(r.debias)}</td>
+                    <td>{debiasName(r.debias)}</td>
                     <td class="num" data-testid="scored-texts">
                       {r.status === 'partial' ? `${r.answered} of ${r.texts}` : r.texts}
                       {r.status === 'partial' && <span class="badge badge-partial"> stopped</span>}

@@ -1,5 +1,6 @@
 // The verdict above the answers: how far to trust them, in one sentence, and the step that would
 // help (lib/verdict.ts decides the level and the words); where the figure comes from, folded.
+import { debiasWords } from '../../lib/debias';
 import { baseName } from '../../lib/format';
 import type { Verdict as Words } from '../../lib/verdict';
 import type { JudgeRecord } from '../../types';
@@ -23,8 +24,7 @@ export function Verdict(props: { verdict: Words; record: JudgeRecord | null }) {
         <details class="small muted">
           <summary>Details</summary>
           Mean family balanced accuracy {(r.accuracy * 100).toFixed(1)} %
-          {r.chance !== null && <> (guessing {(r.chance * 100).toFixed(1)} %)</>} over {r.rows} questions of {r.eval_set}, option order{' '}
-          {r.debias}, measured {r.created.slice(0, 10)}: <span class="mono">{baseName(r.file)}</span>, the model's newest complete run in the results
+          {r.chance !== null && <> (guessing {(r.chance * 100).toFixed(1)} %)</>} over {r.rows} questions of {r.eval_set}, {debiasWords(r.debias)}, measured {r.created.slice(0, 10)}: <span class="mono">{baseName(r.file)}</span>, the model's newest complete run in the results
           folder.
         </details>
       )}
