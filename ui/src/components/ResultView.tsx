@@ -143,7 +143,7 @@ function UnstableRows(props: { rows: RowRecord[]; evalSet: EvalSetRecord }) {
           <tbody>
             {shown.map((r) => (
               <tr key={r.id}>
-                <td title={`row ${r.id}`}>
+                <td title={texts?.texts[r.id] ?? `row ${r.id}`}>
                   <div class="row-text" data-testid="row-text">
                     {texts?.texts[r.id] ?? <span class="mono">{r.id}</span>}
                   </div>

@@ -285,7 +285,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                     <th />
                     <th class="col-model">model</th>
                     <th class="col-how">how it was run</th>
-                    <th class="num" title="Mean over families of balanced accuracy">mean family bal. acc.</th>
+                    <th class="num" title="Mean over families of balanced accuracy, and what guessing would score">right (guessing)</th>
                     <th class="num">order-unstable rows</th>
                     <th class="num">seconds</th>
                     <th class="num">rows</th>
@@ -309,7 +309,10 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
                         {r.mode === 'generate' ? 'writes its answer, ' : ''}
                         {debiasWords(r.debias)}, {r.shots} worked example{r.shots === 1 ? '' : 's'}
                       </td>
-                      <td class="num">{pct(r.mean_family_balanced_accuracy)}</td>
+                      <td class="num" data-testid="run-right">
+                        {pct(r.mean_family_balanced_accuracy)}
+                        {r.chance !== null && <span class="muted"> ({pct(r.chance, 0)})</span>}
+                      </td>
                       <td class="num">{r.order_unstable === null ? <span class="muted">not checked</span> : r.order_unstable}</td>
                       <td class="num">{r.seconds.toFixed(1)}</td>
                       <td class="num">

@@ -4,7 +4,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { answersSummary, errorMessage, listScored, loadScored } from '../../api';
 import { Busy, Card, ErrorBox, Notice } from '../../components/ui';
-import { stoppedWords, textsWith } from '../../lib/answers';
+import { flaggedCount, stoppedWords, textsWith } from '../../lib/answers';
+import { NOISY_FLAGS } from '../../lib/verdict';
 import { debiasName } from '../../lib/debias';
 import { baseName } from '../../lib/format';
 import type { QuestionSummary as Summary, ScoredEntry, ScoredFile, ScoreOptions } from '../../types';
@@ -25,6 +26,10 @@ function ScoredView(props: { file: string; model: string; scored: ScoredFile; su
   const { scored } = props;
   const [filter, setFilter] = useState<Filter>(null);
   const keep = filter ? textsWith(scored.results, filter.criterion, filter.option) : null;
+  // As on the Score page: when half the answers or more are flagged, no cell carries a badge.
+  const answers = scored.results.reduce((n, r) => n + r.criteria.length, 0);
+  const flagged = flaggedCount(props.summary);
+  const badges = !(answers > 0 && flagged / answers >= NOISY_FLAGS);
   const options: ScoreOptions = {
     abstainBelow: scored.config.abstain_below ?? undefined,
     abstainLetterMass: scored.config.abstain_letter_mass ?? undefined,
@@ -59,7 +64,12 @@ function ScoredView(props: { file: string; model: string; scored: ScoredFile; su
         </Notice>
       )}
       <QuestionSummary summary={props.summary} filter={filter} onFilter={setFilter} />
-      <AnswersTable texts={scored.texts} results={scored.results} options={options} keep={keep} />
+      {!badges && (
+        <p class="muted small" data-testid="scored-flagged">
+          {flagged} of {answers} answers are close calls, changed when the options were reordered, or not given: open one to see its figures.
+        </p>
+      )}
+      <AnswersTable texts={scored.texts} results={scored.results} options={options} keep={keep} badges={badges} />
     </Card>
   );
 }
