@@ -16,11 +16,11 @@ use crate::commands::{
 use crate::state::Settings;
 use readout::analysis::derive::Derivation;
 use readout::formats::results::ResultFile;
-use readout::formats::scored::ScoredFile;
 use readout::jobs::answers::QuestionSummary;
 use readout::jobs::review::Report;
 use readout::jobs::run::Progress;
 use readout::jobs::score::TextResult;
+use readout::jobs::scored::ScoredFile;
 use readout::metrics::Comparison;
 use std::path::Path;
 use ts_rs::{Config, ExportError, TS};

@@ -1,5 +1,5 @@
 //! Scorings kept for the Results page. Every scoring the Score page finishes (or stops) is
-//! written to the results folder as a scored file (`readout::formats::scored`), so a person can
+//! written to the results folder as a scored file (`readout::jobs::scored`), so a person can
 //! find it again beside their evaluations: which texts, which rubric, which model, how, and the
 //! answers.
 
@@ -7,9 +7,9 @@ use crate::state::AppState;
 use readout::debias::DebiasMode;
 use readout::engine::Engine;
 use readout::formats::results::Status;
-use readout::formats::scored::ScoredFile;
 use readout::formats::texts::Text;
 use readout::jobs::score::TextResult;
+use readout::jobs::scored::ScoredFile;
 use serde::Serialize;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! The files Readout reads and writes, as types with their checks: rubrics, eval sets, texts to
-//! score, result files, scored files (answers to texts without gold), calibration files and labels files (a person's answers, an eval set). Nothing here runs a model: a format can be read,
+//! score, result files, calibration files and labels files (a person's answers, an eval set). Nothing here runs a model: a format can be read,
 //! checked and written without the pipeline.
 
 pub mod calibration;
@@ -7,5 +7,4 @@ pub mod evalset;
 pub mod labels;
 pub mod results;
 pub mod rubric;
-pub mod scored;
 pub mod texts;
