@@ -65,11 +65,15 @@ pub struct ScoredEntry {
 /// is left out: the Results page lists what it can open.
 #[tauri::command]
 pub fn list_scored(state: State<'_, AppState>, dir: Option<PathBuf>) -> Res<Vec<ScoredEntry>> {
-    let dir = dir.unwrap_or_else(|| state.settings().bench_dir);
-    let entries = match std::fs::read_dir(&dir) {
+    scored_in(&dir.unwrap_or_else(|| state.settings().bench_dir))
+}
+
+/// The scored files of `dir`, newest first; a missing folder has none.
+fn scored_in(dir: &Path) -> Res<Vec<ScoredEntry>> {
+    let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(msg(readout::Error::io(&dir, e))),
+        Err(e) => return Err(msg(readout::Error::io(dir, e))),
     };
     let mut out: Vec<ScoredEntry> = entries
         .flatten()
@@ -128,13 +132,8 @@ mod tests {
         f.write(&dir.path().join(f.file_name())).expect("written");
         std::fs::write(dir.path().join("other.json"), br#"{"schema":"readout.result"}"#).expect("written");
         std::fs::write(dir.path().join("broken.scored.json"), br#"{"schema":"readout.scored", "#).expect("written");
-        let listed: Vec<ScoredEntry> = std::fs::read_dir(dir.path())
-            .expect("listed")
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| head_names_scored(p))
-            .filter_map(|p| ScoredFile::load(&p).ok().map(|f| entry(p, &f)))
-            .collect();
+        let listed = scored_in(dir.path()).expect("listed");
+        assert!(scored_in(&dir.path().join("absent")).expect("no folder").is_empty());
         assert_eq!(listed.len(), 1, "{listed:?}");
         let e = &listed[0];
         assert_eq!(

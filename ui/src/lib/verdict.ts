@@ -61,8 +61,11 @@ export function accuracyLevel(accuracy: number, chance: number | null): Exclude<
   return acc >= GOOD_ACCURACY && gap >= GOOD_GAP ? 'good' : 'fair';
 }
 
+/** Whether so many answers are flagged that the flags say nothing about any one of them. */
+export const tooManyFlagged = (flagged: number, answers: number): boolean => answers > 0 && flagged / answers >= NOISY_FLAGS;
+
 export function verdict(v: VerdictInput): Verdict {
-  const noisy = v.answers > 0 && v.flagged / v.answers >= NOISY_FLAGS;
+  const noisy = tooManyFlagged(v.flagged, v.answers);
   const orderNote = v.orderChecked ? null : 'Option order not checked: score with every rotation to see which answers hold.';
   const least = Math.min(5, v.texts);
   const leastWords = least === 1 ? 'the text' : `the ${least} texts`;

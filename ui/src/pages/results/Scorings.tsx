@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { answersSummary, errorMessage, listScored, loadScored } from '../../api';
 import { Busy, Card, ErrorBox, Notice } from '../../components/ui';
 import { flaggedCount, stoppedWords, textsWith } from '../../lib/answers';
-import { NOISY_FLAGS } from '../../lib/verdict';
+import { tooManyFlagged } from '../../lib/verdict';
 import { debiasName } from '../../lib/debias';
 import { baseName } from '../../lib/format';
 import type { QuestionSummary as Summary, ScoredEntry, ScoredFile, ScoreOptions } from '../../types';
@@ -29,7 +29,7 @@ function ScoredView(props: { file: string; model: string; scored: ScoredFile; su
   // As on the Score page: when half the answers or more are flagged, no cell carries a badge.
   const answers = scored.results.reduce((n, r) => n + r.criteria.length, 0);
   const flagged = flaggedCount(props.summary);
-  const badges = !(answers > 0 && flagged / answers >= NOISY_FLAGS);
+  const badges = !tooManyFlagged(flagged, answers);
   const options: ScoreOptions = {
     abstainBelow: scored.config.abstain_below ?? undefined,
     abstainLetterMass: scored.config.abstain_letter_mass ?? undefined,
