@@ -148,6 +148,7 @@ impl Judge {
             attention: parse::<AttentionPath>(attention)?,
             fused_kernels: parse::<FusedKernels>(fused_kernels)?,
             threads,
+            cpu_kernel: readout::engine::CpuKernel::Auto,
             chat_template: chat_template.map(parse::<TemplateSource>).transpose()?,
         };
         let t0 = Instant::now();

@@ -22,6 +22,9 @@ enum Which {
     Matmul(MatmulArgs),
     /// An eval-set run with each speed lever on and off, compared with the baseline.
     Levers(super::levers::LeversArgs),
+    /// One eval-set run with the engine's counters on: where the time goes, and each kernel's
+    /// achieved rate against its instruction's measured peak on this CPU.
+    Profile(super::profile::ProfileArgs),
     /// Write a random-weights model of a real model's shape (for speed work; see bench/make-qwen3-shaped).
     MakeModel(MakeModelArgs),
     /// Time reading the answer logits after suffixes of several lengths on a fixed prefix.
@@ -159,6 +162,7 @@ pub fn run(a: BenchArgs) -> Result<i32> {
         Which::Prefill(p) => run_prefill(p),
         Which::Matmul(m) => run_matmul(m),
         Which::Levers(l) => super::levers::run_levers(l),
+        Which::Profile(p) => super::profile::run_profile(p),
         Which::MakeModel(m) => run_make_model(m),
         Which::LogitCost(l) => run_logit_cost(l),
         Which::Logits(l) => run_logits(l),

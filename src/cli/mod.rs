@@ -10,6 +10,7 @@ mod levers;
 mod markdown;
 mod mcp;
 mod models;
+mod profile;
 mod prompts;
 mod pull;
 mod quality_table;
@@ -23,7 +24,9 @@ use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use readout::engine::device::DeviceRequest;
 use readout::engine::template::TemplateSource;
-use readout::engine::{AttentionPath, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode};
+use readout::engine::{
+    AttentionPath, CpuKernel, Engine, FusedKernels, KvCache, LoadOptions, MatmulPath, Precision, WeightsMode,
+};
 use std::path::PathBuf;
 
 /// Decide rubric criteria with a small local language model by reading the answer-letter logits.
@@ -158,7 +161,7 @@ pub struct ModelArgs {
     /// How weights sit in memory: native (the file's encoding, decoded as the kernels multiply), f32 (expanded at load), or auto (native on the CPU and Metal; on CUDA when f32 would take over half the free memory).
     #[arg(long, default_value = "auto")]
     pub weights: WeightsMode,
-    /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 16-bit: faster on CPUs with AVX-512 VNNI, and the answers move (bench/README.md measures how far).
+    /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 15-bit: faster, and the answers move (bench/README.md measures how far).
     #[arg(long)]
     pub int8_activations: bool,
     /// Precision of the KV cache: f16 (half the memory; attention sees keys and values rounded to f16, as in llama.cpp), f32, or auto (f16 on the CPU, f32 on a GPU).
@@ -176,6 +179,9 @@ pub struct ModelArgs {
     /// CPU threads for the matmuls [default: all cores].
     #[arg(long)]
     pub threads: Option<usize>,
+    /// The integer kernel's instructions on x86-64: auto (AMX tiles where the CPU and the system allow them, else AVX-512 VNNI) or avx512. The same answers bit for bit; docs/performance.md measures both.
+    #[arg(long, default_value = "auto")]
+    pub cpu_kernel: CpuKernel,
     /// The chat template to render prompts with, instead of the model's own (a model without one
     /// needs it): a family as llama.cpp names it (chatml, gemma, llama2, llama3, mistral-v7,
     /// phi3, …; an unknown name lists them) or a Jinja file. Recorded in result files.
@@ -242,6 +248,7 @@ impl ModelArgs {
             attention: self.attention,
             fused_kernels: self.fused_kernels,
             threads: self.threads,
+            cpu_kernel: self.cpu_kernel,
             chat_template: self.chat_template.clone(),
         }
     }

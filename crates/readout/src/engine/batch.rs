@@ -10,6 +10,7 @@
 use crate::engine::kv::{LayerKv, Prefix};
 use crate::engine::model::{block_head_rows, grouped_tree_mask, stem_tree_mask, KeepKv, Segment, Transformer};
 use crate::engine::options::PassOptions;
+use crate::engine::profile::{self, Stage};
 use crate::engine::Unit;
 use crate::error::{Error, Result};
 use candle_core::{Device, Tensor};
@@ -66,7 +67,11 @@ pub(crate) fn run<R>(
     let rows_total: usize = seg_lens.iter().sum();
     let kept = kept_stems(units, &busy, &placed, &seg_lens);
     let keep = keep_of(model, &kept, rows_total)?;
+    let _running = profile::pass();
+    let forward = profile::time(Stage::Forward);
     let (hidden, new_kv) = model.forward(&segs, &keep)?;
+    drop(forward);
+    let head_timer = profile::time(Stage::Head);
     // On a GPU the forward only queues its kernels; the head below waits for them. So the
     // two times say whether a pass is bound by the host issuing kernels or by the device.
     let queued = started.elapsed();
@@ -83,6 +88,7 @@ pub(crate) fn run<R>(
         }
     }
     let read = started.elapsed();
+    drop(head_timer);
     for (i, layers) in split_kept(model, &keep, &kept, new_kv)? {
         out[i].0 = units[i].parent.push(layers, units[i].stem);
     }

@@ -20,6 +20,7 @@ pub mod kv;
 pub(crate) mod load;
 mod model;
 pub mod options;
+pub mod profile;
 mod read;
 pub mod synthetic;
 pub mod template;
@@ -28,14 +29,15 @@ pub(crate) mod weights;
 
 use crate::engine::template::ChatTemplate;
 use crate::error::{Error, Result};
+use backends::cpu::int8::Kernel;
 use candle_core::Device;
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
 pub use load::Metadata;
 use model::{Hold, Transformer};
 pub use options::{
-    AttentionPath, DeviceProfile, FusedKernels, KvCache, LoadOptions, MatmulPath, PassOptions, Precision, WeightsMode,
-    DEFAULT_PASS_TOKENS, GPU_PASS_TOKENS,
+    AttentionPath, CpuKernel, DeviceProfile, FusedKernels, KvCache, LoadOptions, MatmulPath, PassOptions, Precision,
+    WeightsMode, DEFAULT_PASS_TOKENS, GPU_PASS_TOKENS,
 };
 pub use read::token_read;
 use serde::Serialize;
@@ -62,9 +64,13 @@ pub struct ModelInfo {
     pub matmul: MatmulPath,
     /// How the weights were held: `native` (the file's encoding) or `f32`, `auto` resolved.
     pub weights: WeightsMode,
-    /// What the projections multiply the weights with: `f32`, or the integer kernel's `int16`
+    /// What the projections multiply the weights with: `f32`, or the integer kernel's `int15`
     /// or `int8` activations (CPU, native weights in its encodings).
     pub activations: &'static str,
+    /// The integer kernel's instructions, when it multiplies: `amx` or `avx512` (the same bits;
+    /// not in result files).
+    #[serde(skip)]
+    pub cpu_kernel: Option<&'static str>,
     /// How the KV cache holds keys and values: `f16` or `f32`, `auto` resolved.
     pub kv_cache: KvCache,
     /// The dense matmuls' arithmetic (`--precision`): `f32`, `tf32` or `bf16`.
@@ -224,6 +230,10 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
             matmul: opts.matmul,
             native: resolved.weights == WeightsMode::Native,
             int8_activations: opts.int8_activations,
+            kernel: match opts.cpu_kernel {
+                CpuKernel::Auto => Kernel::best(),
+                CpuKernel::Avx512 => Kernel::Avx512,
+            },
             bf16: opts.precision == Precision::Bf16,
         };
         let mut loaded = load::load(path, &device, hold)?;
@@ -246,6 +256,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         matmul: opts.matmul,
         weights: resolved.weights,
         activations: loaded.model.activations(),
+        cpu_kernel: loaded.model.cpu_kernel(),
         kv_cache: resolved.kv_cache,
         precision: opts.precision,
         attention: resolved.attention,

@@ -95,6 +95,19 @@ pub enum FusedKernels {
     Auto,
 }
 
+/// Which instructions the CPU's integer kernel multiplies with: the `--cpu-kernel` option. Both
+/// give the same bits (`backends/cpu/amx.rs`); the choice is one of speed, and a way around a
+/// machine whose tiles misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuKernel {
+    /// AMX tiles where the CPU and the operating system allow them, AVX-512 VNNI otherwise.
+    Auto,
+    /// AVX-512 VNNI vectors even where AMX runs.
+    Avx512,
+}
+
+option_names!(CpuKernel, "CPU kernel", "auto or avx512", { Auto => "auto", Avx512 => "avx512" });
 option_names!(FusedKernels, "fused-kernels setting", "on, off or auto", { Off => "off", On => "on", Auto => "auto" });
 option_names!(AttentionPath, "attention path", "matmuls, kernel or auto", { Matmuls => "matmuls", Kernel => "kernel", Auto => "auto" });
 option_names!(Precision, "matmul precision", "f32, tf32 or bf16", { F32 => "f32", Tf32 => "tf32", Bf16 => "bf16" });
@@ -144,6 +157,8 @@ pub struct LoadOptions {
     pub fused_kernels: FusedKernels,
     /// CPU threads for the engine's work (`--threads`); `None`: one per core.
     pub threads: Option<usize>,
+    /// The integer kernel's instructions on x86-64 (`--cpu-kernel`).
+    pub cpu_kernel: CpuKernel,
     /// The chat template to read the model with (`--chat-template`); `None`: the model's own,
     /// and a model without one is refused.
     pub chat_template: Option<TemplateSource>,
@@ -161,6 +176,7 @@ impl Default for LoadOptions {
             attention: AttentionPath::Auto,
             fused_kernels: FusedKernels::Auto,
             threads: None,
+            cpu_kernel: CpuKernel::Auto,
             chat_template: None,
         }
     }

@@ -12,6 +12,7 @@ use super::KeepKv;
 use crate::engine::backends::{cpu, ops, SegmentAttention};
 use crate::engine::config::RopeStyle;
 use crate::engine::kv::LayerKv;
+use crate::engine::profile::{self, Stage};
 use candle_core::{DType, Tensor};
 
 /// A layer's attention block.
@@ -48,6 +49,7 @@ impl Attention {
         xn: &Tensor,
     ) -> candle_core::Result<(Tensor, Option<LayerKv>)> {
         let LayerQkv { q, k, v, kv_joint } = self.qkv(pass, xn)?;
+        let timer = profile::time(Stage::Attention);
         // An f16 cache: this pass's own keys and values are rounded to f16 before its
         // attention too, so a token sees the same numbers whether its keys come from this
         // pass or from the cache of an earlier one.
@@ -69,6 +71,7 @@ impl Attention {
             None => (k, v),
         };
         let kv = kept(pass, k, v, kv_joint)?;
+        drop(timer);
         let out = self.wo.forward(&out)?;
         Ok((norm::maybe(self.post_norm.as_ref(), out)?, kv))
     }

@@ -4,7 +4,7 @@
 //! every block multiplies through it, and the choice of kernel for a weight is made once, here,
 //! at load.
 
-use crate::engine::backends::cpu::int8::{self, Width};
+use crate::engine::backends::cpu::int8::{self, Integer, Kernel, Width};
 use crate::engine::backends::cpu::project;
 use crate::engine::options::MatmulPath;
 use crate::engine::weights::{Encoded, Stacked};
@@ -19,16 +19,20 @@ pub(crate) struct Hold {
     pub matmul: MatmulPath,
     /// Keep the file's encoding (the resolved `--weights native`).
     pub native: bool,
-    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 16-bit.
+    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 15-bit.
     pub int8_activations: bool,
+    /// The integer kernel's instructions (the resolved `--cpu-kernel`).
+    pub kernel: Kernel,
     /// Dense weights held in bf16 and multiplied in bf16 (`--precision bf16`, a GPU's).
     pub bf16: bool,
 }
 
 impl Hold {
-    /// The integer kernel's activation width for `w`, where the CPU and the encodings allow it.
-    fn integer(&self, w: &Stacked) -> Option<Width> {
-        int8::ready(w).then_some(if self.int8_activations { Width::I8 } else { Width::I16 })
+    /// The integer kernel's activation width and instructions for `w`, where the CPU and the
+    /// encodings allow it.
+    fn integer(&self, w: &Stacked) -> Option<Integer> {
+        let width = if self.int8_activations { Width::I8 } else { Width::I15 };
+        int8::ready(w).then_some(Integer { width, kernel: self.kernel })
     }
 }
 
@@ -39,7 +43,7 @@ pub(crate) struct Linear {
     dense: Option<Tensor>,
     /// The file's encoding, decoded panel by panel as it multiplies (CPU, native weights), and
     /// the activation width when through the integer kernel.
-    encoded: Option<(Stacked, Option<Width>)>,
+    encoded: Option<(Stacked, Option<Integer>)>,
     quant: Option<QMatMul>,
     /// The number of outputs, when `dense` is in panels (CPU).
     panels_out: Option<usize>,
@@ -190,14 +194,14 @@ impl LoadedWeight {
 }
 
 impl Linear {
-    /// The integer kernel's activation width, when it multiplies this weight.
-    pub(crate) fn integer(&self) -> Option<Width> {
+    /// The integer kernel's activation width and instructions, when it multiplies this weight.
+    pub(crate) fn integer(&self) -> Option<Integer> {
         self.encoded.as_ref().and_then(|(_, w)| *w)
     }
 }
 
 impl Joined {
-    pub(crate) fn integer(&self) -> Option<Width> {
+    pub(crate) fn integer(&self) -> Option<Integer> {
         match self {
             Joined::One(l) => l.integer(),
             Joined::Apart(parts) => parts.iter().find_map(Linear::integer),
@@ -215,7 +219,13 @@ mod tests {
         let x = Tensor::randn(0f32, 1., (7, 24), &dev)?;
         let ws: Vec<Tensor> =
             [16, 8, 8].iter().map(|&o| Tensor::randn(0f32, 1., (o, 24), &dev)).collect::<Result<_, _>>()?;
-        let hold = Hold { matmul: MatmulPath::Dense, native: false, int8_activations: false, bf16: false };
+        let hold = Hold {
+            matmul: MatmulPath::Dense,
+            native: false,
+            int8_activations: false,
+            kernel: Kernel::Avx512,
+            bf16: false,
+        };
         let lin = |w: &Tensor| Linear::new(LoadedWeight::Dense(w.clone()), &hold, &dev);
         let apart: Vec<Tensor> = ws.iter().map(|w| lin(w)?.forward(&x)).collect::<Result<_, _>>()?;
         let want = Tensor::cat(&apart, 1)?.to_vec2::<f32>()?;

@@ -30,7 +30,7 @@ pub(crate) use mlp::Mlp;
 pub(crate) use norm::RmsNorm;
 pub(crate) use rope::Rope;
 
-use crate::engine::backends::cpu::int8::Width;
+use crate::engine::backends::cpu::int8::{Integer, Kernel, Width};
 use crate::engine::backends::cuda;
 use crate::engine::config::ModelConfig;
 use crate::engine::kv::{LayerKv, Prefix};
@@ -91,17 +91,30 @@ pub(crate) struct Transformer {
 }
 
 impl Transformer {
-    /// What the block projections multiply with: `int8` or `int16` when any goes through the
-    /// integer kernel, `f32` otherwise.
-    pub(crate) fn activations(&self) -> &'static str {
-        let widths = self.layers.iter().flat_map(|l| {
+    /// The integer kernel's settings of the block projections, where any goes through it.
+    fn integer(&self) -> Option<Integer> {
+        let all = self.layers.iter().flat_map(|l| {
             [l.attention.wqkv.integer(), l.attention.wo.integer(), l.mlp.gate_up.integer(), l.mlp.down.integer()]
         });
-        match widths.flatten().next() {
+        all.flatten().next()
+    }
+
+    /// What the block projections multiply with: `int8` or `int15` when any goes through the
+    /// integer kernel, `f32` otherwise.
+    pub(crate) fn activations(&self) -> &'static str {
+        match self.integer().map(|i| i.width) {
             Some(Width::I8) => "int8",
-            Some(Width::I16) => "int16",
+            Some(Width::I15) => "int15",
             None => "f32",
         }
+    }
+
+    /// The integer kernel's instructions, when it multiplies: `amx` or `avx512`.
+    pub(crate) fn cpu_kernel(&self) -> Option<&'static str> {
+        self.integer().map(|i| match i.kernel {
+            Kernel::Amx => "amx",
+            Kernel::Avx512 => "avx512",
+        })
     }
 
     /// Set cuBLAS's f32 math mode to this model's (`--precision tf32` or not) before its

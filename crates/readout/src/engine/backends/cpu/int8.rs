@@ -1,28 +1,38 @@
 //! Integer dot products for weights in a block-quantised encoding (Q4_0, Q4_1, Q5_0, Q5_1,
-//! Q8_0, Q4_K, Q5_K) on CPUs with AVX-512 VNNI.
+//! Q8_0, Q4_K, Q5_K, Q6_K) on CPUs with AVX-512 VNNI, and through AMX tiles where the CPU has
+//! them (`amx.rs`).
 //!
 //! Why it exists: f32 arithmetic was already near the CPU's peak; a 4-bit judge multiplied in f32
 //! can be no faster than an f32 one. `vpdpbusd` multiplies 64 pairs of bytes in the time an f32
-//! FMA multiplies 16 pairs of floats. So each weight block of 32 values is written as bytes `u`
-//! with a scale `d` and an offset `m` (`w = d·u + m`, exact for every encoding here), the pass's
-//! activations as signed bytes with a scale per row and block of 32 (`a ≈ s·q`, round to
-//! nearest), and a block's sum is `d·s·Σ u·q + m·Σ a` — integer products, two float operations a
-//! block. The offset term uses the exact float sum of the activations. The activations' rounding
-//! is the only approximation (it is llama.cpp's too); its effect on the answers is measured
-//! against the f32 path (bench/README.md).
+//! FMA multiplies 16 pairs of floats, and an AMX tile instruction 16 × 16 × 64. So each weight
+//! block of 32 values (16 for Q6_K) is written as bytes `u` with a scale `d` and an offset `m`
+//! (`w = d·u + m`, exact for every encoding here), the pass's activations as integers with a
+//! scale per row and block of 32 (`a ≈ s·q`, round to nearest), and a block's sum is
+//! `d·s·Σ u·q + m·s·Σ q` — integer products, two float operations a block. The activations'
+//! rounding is the only approximation; its effect on the answers is measured against the f32
+//! path (bench/README.md).
+//!
+//! The activations are 15-bit by default (|q| ≤ 16383): enough that no letter probability moves
+//! by more than rounding noise, and a 15-bit value is two signed bytes, `q = 128·h + l` with
+//! `l` in 0..128, so the AMX kernel multiplies them at byte speed (two tile products, joined as
+//! integers before any rounding). The AVX-512 kernel multiplies the same 15-bit values with
+//! `vpdpwssd`; both sum the same integers and scale them in the same order, so they give the
+//! same bits. 8-bit activations (`--int8-activations`, llama.cpp's choice) are faster still and
+//! move answers.
 //!
 //! A row's result depends only on its own activations and the weights, summed block after block
-//! in one order: never on the rows that share its pass or on the thread count.
+//! in one order: never on the rows that share its pass, on the thread count, or on the kernel.
 
+use super::amx;
 use crate::engine::weights::Stacked;
 use candle_core::quantized::GgmlDType;
 use half::f16;
 
-/// Values per block: the activations' and the weights' scale granularity.
+/// Values per block: the activations' scale granularity, and the weights' (but Q6_K's).
 pub(crate) const BLOCK: usize = 32;
 
 /// Output columns of a decoded panel (the projection's panel width).
-const COLS: usize = super::PANEL;
+pub(super) const COLS: usize = super::PANEL;
 
 /// Whether the kernel can run here (AVX-512 F, BW and VNNI).
 pub(crate) fn available() -> bool {
@@ -44,7 +54,7 @@ pub(crate) fn ready(w: &Stacked) -> bool {
     w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && available()
 }
 
-/// Whether weights of `dtype` are written exactly as `d·u + m` blocks of 32.
+/// Whether weights of `dtype` are written exactly as `d·u + m` blocks of 32 (Q6_K: of 16).
 pub(crate) fn encodes(dtype: GgmlDType) -> bool {
     matches!(
         dtype,
@@ -55,16 +65,26 @@ pub(crate) fn encodes(dtype: GgmlDType) -> bool {
             | GgmlDType::Q8_0
             | GgmlDType::Q4K
             | GgmlDType::Q5K
+            | GgmlDType::Q6K
     )
+}
+
+/// The values sharing one `(d, m)` in `dtype`.
+fn sub_block(dtype: GgmlDType) -> usize {
+    if dtype == GgmlDType::Q6K {
+        16
+    } else {
+        BLOCK
+    }
 }
 
 /// How wide the quantised activations are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Width {
-    /// Signed bytes, `vpdpbusd`.
+    /// Signed bytes.
     I8,
-    /// Signed 16-bit integers, `vpdpwssd`.
-    I16,
+    /// 15-bit signed integers (|q| ≤ 16383): 16-bit lanes for `vpdpwssd`, two bytes for AMX.
+    I15,
 }
 
 impl Width {
@@ -72,100 +92,180 @@ impl Width {
     fn max(self) -> f32 {
         match self {
             Width::I8 => 127.0,
-            Width::I16 => 32767.0,
+            Width::I15 => 16383.0,
         }
     }
-    /// Values in the four bytes one lane of the dot instruction takes.
+    /// Values in the four bytes one lane of the AVX-512 dot instruction takes.
     fn per_lane(self) -> usize {
         match self {
             Width::I8 => 4,
-            Width::I16 => 2,
+            Width::I15 => 2,
         }
     }
 }
 
-/// A pass's activations `[rows, k]` as signed integers (`q`, little-endian, of `width`), a scale
-/// per row and block, and each block's sum as quantised (`s·Σq`: with it the offset term and the
-/// products see the same activations, and the error of a block's sum is `Σ w·(a − s·q)`,
-/// whatever the offset).
+/// Which instructions multiply: AVX-512 VNNI vectors, or AMX tiles. Both give the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    Avx512,
+    Amx,
+}
+
+impl Kernel {
+    /// AMX where the CPU and the operating system allow it, AVX-512 otherwise.
+    pub(crate) fn best() -> Kernel {
+        if amx::available() {
+            Kernel::Amx
+        } else {
+            Kernel::Avx512
+        }
+    }
+}
+
+/// How a projection goes through the integer kernel: the activations' width and the
+/// instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Integer {
+    pub width: Width,
+    pub kernel: Kernel,
+}
+
+/// A pass's activations `[rows, k]` as integers, a scale per row and block of 32, and each
+/// block's sum as quantised (`s·Σq`: with it the offset term and the products see the same
+/// activations, and the error of a block's sum is `Σ w·(a − s·q)`, whatever the offset).
+///
+/// For [`Kernel::Avx512`], `q` holds the values little-endian, one or two bytes each. For
+/// [`Kernel::Amx`], `q` holds a byte per value (8-bit: the value; 15-bit: its high part `h`)
+/// and `lo` the low parts `l` of 15-bit values, each padded with 15 rows of zeros, so a tile of
+/// 16 rows can start at any row.
 // Only the x86-64 kernel reads them; elsewhere `ready` is false and they are never made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Acts {
     pub q: Vec<u8>,
+    pub lo: Vec<u8>,
     pub scale: Vec<f32>,
+    /// `s·Σq` per row and block of 32.
     pub sum: Vec<f32>,
+    /// `s·Σq` per row and half block of 16 (for Q6_K's sub-blocks).
+    pub sum16: Vec<f32>,
     pub k: usize,
     pub width: Width,
+    pub kernel: Kernel,
 }
 
-/// Quantise `x` (`rows × k`, k a multiple of 32): per block of 32, `s = max|a| / M` and
-/// `q = round(a / s)` (ties to even), M the width's largest value.
-pub(crate) fn quantize_acts(x: &[f32], k: usize, width: Width) -> Acts {
+/// Quantise `x` (`rows × k`, k a multiple of 32) for `kernel`: per block of 32,
+/// `s = max|a| / M` and `q = round(a / s)` (ties to even), M the width's largest value.
+pub(crate) fn quantize_acts(x: &[f32], k: usize, width: Width, kernel: Kernel) -> Acts {
     #[cfg(target_arch = "x86_64")]
     if available() {
         // SAFETY: the CPU has AVX-512 F and BW (checked just above).
-        return unsafe { x86::quantize(x, k, width) };
+        let a = unsafe { x86::quantize(x, k, width) };
+        return lay_out_for(a, kernel);
     }
-    quantize_acts_scalar(x, k, width)
+    lay_out_for(quantize_acts_scalar(x, k, width), kernel)
 }
 
-/// [`quantize_acts`] one value at a time: the reference the vector code is tested against.
+/// Activations quantised for the AVX-512 kernel, laid out for `kernel`.
+fn lay_out_for(mut a: Acts, kernel: Kernel) -> Acts {
+    if kernel == Kernel::Avx512 {
+        return a;
+    }
+    let pad = 15 * a.k;
+    match a.width {
+        Width::I8 => a.q.resize(a.q.len() + pad, 0),
+        Width::I15 => {
+            let n = a.q.len() / 2;
+            let (mut h, mut l) = (vec![0u8; n + pad], vec![0u8; n + pad]);
+            for (i, v) in a.q.chunks_exact(2).enumerate() {
+                let v = i16::from_le_bytes([v[0], v[1]]);
+                // v = 128·(v >> 7) + (v & 127); |v| ≤ 16383 puts v >> 7 in -128..128.
+                h[i] = (v >> 7) as i8 as u8;
+                l[i] = (v & 127) as u8;
+            }
+            a.q = h;
+            a.lo = l;
+        }
+    }
+    a.kernel = kernel;
+    a
+}
+
+/// [`quantize_acts`] one value at a time (for the AVX-512 kernel): the reference the vector
+/// code is tested against.
 fn quantize_acts_scalar(x: &[f32], k: usize, width: Width) -> Acts {
     let blocks = x.len() / BLOCK;
     let bytes = 4 / width.per_lane();
     let mut q = vec![0u8; x.len() * bytes];
     let mut scale = vec![0f32; blocks];
     let mut sum = vec![0f32; blocks];
+    let mut sum16 = vec![0f32; 2 * blocks];
     for (b, (xs, qs)) in x.chunks_exact(BLOCK).zip(q.chunks_exact_mut(BLOCK * bytes)).enumerate() {
         let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
         let s = amax / width.max();
         let inv = if s > 0.0 { 1.0 / s } else { 0.0 };
-        let mut total = 0i64;
-        for (o, &v) in qs.chunks_exact_mut(bytes).zip(xs) {
+        let mut total = [0i64; 2];
+        for (i, (o, &v)) in qs.chunks_exact_mut(bytes).zip(xs).enumerate() {
             let v = (v * inv).round_ties_even().clamp(-width.max(), width.max()) as i32;
-            total += v as i64;
+            total[i / 16] += v as i64;
             o.copy_from_slice(&v.to_le_bytes()[..bytes]);
         }
         scale[b] = s;
-        sum[b] = s * total as f32;
+        sum[b] = s * (total[0] + total[1]) as f32;
+        sum16[2 * b] = s * total[0] as f32;
+        sum16[2 * b + 1] = s * total[1] as f32;
     }
-    Acts { q, scale, sum, k, width }
+    Acts { q, lo: Vec::new(), scale, sum, sum16, k, width, kernel: Kernel::Avx512 }
 }
 
 /// One panel of weights (up to 64 output columns) decoded for the kernel: `u` as groups of four
-/// bytes, `[k / per_lane][64 columns][4 bytes]` (four bytes for 8-bit activations, two 16-bit
-/// values for 16-bit ones), `d` and `m` as `[k / 32][64 columns]`.
+/// bytes, `[k / lanes][64 columns][4 bytes]` (`lanes` values in a group: four bytes, or for the
+/// AVX-512 kernel's 15-bit activations two 16-bit values), `d` and `m` as `[k / sub][64 columns]`.
 #[derive(Default)]
 pub(crate) struct Panel {
-    u: Vec<u8>,
-    d: Vec<f32>,
-    m: Vec<f32>,
+    pub(super) u: Vec<u8>,
+    pub(super) d: Vec<f32>,
+    pub(super) m: Vec<f32>,
+    /// Values per `(d, m)`: 32, or 16 when a part is Q6_K.
+    pub(super) sub: usize,
     /// One weight row's bytes, decoded before they are spread over the panel.
     row: Vec<u8>,
 }
 
-/// Rows `pi * 64 ..` of `w` (at most 64) into `p`. Columns past the weight's last row hold
-/// whatever the buffer held before: the kernel computes them, and nothing stores them.
-pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, p: &mut Panel) {
-    let blocks = k / BLOCK;
-    let per_lane = width.per_lane();
-    p.u.resize(k / per_lane * COLS * 4, 0);
-    p.d.resize(blocks * COLS, 0.0);
-    p.m.resize(blocks * COLS, 0.0);
+/// Rows `pi * 64 ..` of `w` (at most 64) into `p` for `kernel`. Columns past the weight's last
+/// row hold whatever the buffer held before: the kernel computes them, and nothing stores them.
+pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kernel: Kernel, p: &mut Panel) {
+    let sub = w.dtypes().map(sub_block).min().unwrap_or(BLOCK);
+    let lanes = match kernel {
+        Kernel::Amx => 4,
+        Kernel::Avx512 => width.per_lane(),
+    };
+    p.sub = sub;
+    p.u.resize(k / lanes * COLS * 4, 0);
+    p.d.resize(k / sub * COLS, 0.0);
+    p.m.resize(k / sub * COLS, 0.0);
     p.row.resize(k, 0);
     let r0 = pi * COLS;
     for j in 0..(w.rows() - r0).min(COLS) {
         let (dtype, bytes) = w.row_bytes(r0 + j);
+        // A part's blocks of 32 in a panel of 16-value sub-blocks: each half gets the block's d, m.
+        let split = sub_block(dtype) / sub;
         decode_row(dtype, bytes, &mut p.row, |b, d, m| {
-            p.d[b * COLS + j] = d;
-            p.m[b * COLS + j] = m;
+            for h in 0..split {
+                p.d[(b * split + h) * COLS + j] = d;
+                p.m[(b * split + h) * COLS + j] = m;
+            }
         });
-        for (g, vals) in p.row.chunks_exact(per_lane).enumerate() {
-            let lane = &mut p.u[(g * COLS + j) * 4..(g * COLS + j) * 4 + 4];
-            match width {
-                Width::I8 => lane.copy_from_slice(vals),
-                // Two 16-bit little-endian values: the byte, then a zero high byte.
-                Width::I16 => lane.copy_from_slice(&[vals[0], 0, vals[1], 0]),
+        match lanes {
+            4 => {
+                for (g, vals) in p.row.chunks_exact(4).enumerate() {
+                    p.u[(g * COLS + j) * 4..(g * COLS + j) * 4 + 4].copy_from_slice(vals);
+                }
+            }
+            // Two 16-bit little-endian values: the byte, then a zero high byte.
+            _ => {
+                for (g, vals) in p.row.chunks_exact(2).enumerate() {
+                    p.u[(g * COLS + j) * 4..(g * COLS + j) * 4 + 4].copy_from_slice(&[vals[0], 0, vals[1], 0]);
+                }
             }
         }
     }
@@ -175,8 +275,8 @@ fn half(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 
-/// A row of whole blocks of `dtype` as bytes `u` (into `out`) and, per block of 32, `(d, m)`
-/// through `scale(block, d, m)`, such that value `i` is `d·u[i] + m`.
+/// A row of whole blocks of `dtype` as bytes `u` (into `out`) and, per sub-block (32 values;
+/// 16 for Q6_K), `(d, m)` through `scale(sub_block, d, m)`, such that value `i` is `d·u[i] + m`.
 pub(crate) fn decode_row(dtype: GgmlDType, bytes: &[u8], out: &mut [u8], mut scale: impl FnMut(usize, f32, f32)) {
     match dtype {
         GgmlDType::Q4_0 | GgmlDType::Q4_1 => {
@@ -224,23 +324,48 @@ pub(crate) fn decode_row(dtype: GgmlDType, bytes: &[u8], out: &mut [u8], mut sca
                 let scales = &blk[4..16];
                 let (qh, qs) = if five { (&blk[16..48], &blk[48..176]) } else { (&blk[0..0], &blk[16..144]) };
                 for j in 0..4 {
-                    for (half_, shift) in [(0usize, 0u32), (1, 4)] {
-                        let sub = 2 * j + half_;
-                        let (sc, mn) = scale_min_k4(sub, scales);
-                        let dst = &mut u[sub * 32..sub * 32 + 32];
+                    let (lo, hi) = u[j * 64..j * 64 + 64].split_at_mut(32);
+                    let q = &qs[j * 32..j * 32 + 32];
+                    for l in 0..32 {
+                        lo[l] = q[l] & 0x0F;
+                        hi[l] = q[l] >> 4;
+                    }
+                    if five {
                         for l in 0..32 {
-                            let mut v = (qs[j * 32 + l] >> shift) & 0x0F;
-                            if five && qh[l] & (1 << sub) != 0 {
-                                v += 16;
-                            }
-                            dst[l] = v;
+                            lo[l] |= ((qh[l] >> (2 * j)) & 1) << 4;
+                            hi[l] |= ((qh[l] >> (2 * j + 1)) & 1) << 4;
                         }
+                    }
+                    for sub in [2 * j, 2 * j + 1] {
+                        let (sc, mn) = scale_min_k4(sub, scales);
                         scale(sb * 8 + sub, d * sc as f32, -(dmin * mn as f32));
                     }
                 }
             }
         }
-        other => unreachable!("{other:?} is not a 32-block encoding (checked by `encodes`)"),
+        GgmlDType::Q6K => {
+            // ggml's dequantize_row_q6_K: w = d·sc·(q − 32), q six bits (four low in ql, two
+            // high in qh), a signed 8-bit scale per 16 values; u = q.
+            for (sb, (blk, u)) in bytes.chunks_exact(210).zip(out.chunks_exact_mut(256)).enumerate() {
+                let (ql, qh, sc) = (&blk[0..128], &blk[128..192], &blk[192..208]);
+                let d = half(blk, 208);
+                for n in 0..2 {
+                    let (ql, qh, u) =
+                        (&ql[n * 64..n * 64 + 64], &qh[n * 32..n * 32 + 32], &mut u[n * 128..n * 128 + 128]);
+                    for l in 0..32 {
+                        u[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
+                        u[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
+                        u[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                        u[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                    }
+                }
+                for (t, &s) in sc.iter().enumerate() {
+                    let ds = d * s as i8 as f32;
+                    scale(sb * 16 + t, ds, -32.0 * ds);
+                }
+            }
+        }
+        other => unreachable!("{other:?} is not a block encoding the kernel reads (checked by `encodes`)"),
     }
 }
 
@@ -254,11 +379,12 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
 }
 
 /// `dst[r, col0 + c] = Σ_k a[r, k] · w[c, k]` for rows `r0..r1` of `a` and the panel's first
-/// `cols` columns; `dst` rows are `out` apart.
+/// `cols` columns; `dst` rows are `out` apart. The panel must be decoded for `a.kernel`.
 ///
 /// # Safety
-/// [`available`] must be true; `dst` must have room for row `r1 - 1`'s column `col0 + cols - 1`
-/// at `(r1 - 1) * out + col0 + cols - 1`, and nothing else may write those elements meanwhile.
+/// [`available`] (and for [`Kernel::Amx`], [`amx::available`]) must be true; `dst` must have
+/// room for row `r1 - 1`'s column `col0 + cols - 1` at `(r1 - 1) * out + col0 + cols - 1`, and
+/// nothing else may write those elements meanwhile.
 pub(crate) unsafe fn multiply(
     p: &Panel,
     a: &Acts,
@@ -270,8 +396,11 @@ pub(crate) unsafe fn multiply(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if a.kernel == Kernel::Amx {
+            return amx::multiply(p, a, (r0, r1), dst, out, col0, cols);
+        }
         let mut r = r0;
-        let wide = a.width == Width::I16;
+        let wide = a.width == Width::I15;
         while r + 6 <= r1 {
             match wide {
                 true => x86::tile::<6, true>(p, a, r, dst, out, col0, cols),
@@ -297,13 +426,23 @@ pub(crate) unsafe fn multiply(
     }
 }
 
+/// The scale and the `s·Σq` of row `r`'s sub-block `b` (of `sub` values) of `a`.
+#[inline(always)]
+pub(super) fn row_terms(a: &Acts, r: usize, b: usize, sub: usize) -> (f32, f32) {
+    let k = a.k;
+    let s = a.scale[r * (k / BLOCK) + b * sub / BLOCK];
+    let sum = if sub == BLOCK { a.sum[r * (k / BLOCK) + b] } else { a.sum16[r * (k / 16) + b] };
+    (s, sum)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Acts, Panel, BLOCK, COLS};
+    use super::{row_terms, Acts, Panel, BLOCK, COLS};
     use std::arch::x86_64::*;
 
-    /// [`super::quantize_acts`], sixteen values at a time; the same numbers as the scalar
-    /// reference (the conversion rounds to nearest even, as `round_ties_even` does).
+    /// [`super::quantize_acts`] for the AVX-512 kernel, sixteen values at a time; the same
+    /// numbers as the scalar reference (the conversion rounds to nearest even, as
+    /// `round_ties_even` does).
     ///
     /// # Safety
     /// The CPU must have AVX-512 F and BW.
@@ -314,6 +453,7 @@ mod x86 {
         let mut q = vec![0u8; blocks * BLOCK * bytes];
         let mut scale = vec![0f32; blocks];
         let mut sum = vec![0f32; blocks];
+        let mut sum16 = vec![0f32; 2 * blocks];
         let lim = _mm512_set1_epi32(width.max() as i32);
         let neg = _mm512_sub_epi32(_mm512_setzero_si512(), lim);
         for b in 0..blocks {
@@ -331,19 +471,22 @@ mod x86 {
                     _mm_storeu_si128(out.cast(), _mm512_cvtepi32_epi8(qlo));
                     _mm_storeu_si128(out.add(16).cast(), _mm512_cvtepi32_epi8(qhi));
                 }
-                super::Width::I16 => {
+                super::Width::I15 => {
                     _mm256_storeu_si256(out.cast(), _mm512_cvtepi32_epi16(qlo));
                     _mm256_storeu_si256(out.add(32).cast(), _mm512_cvtepi32_epi16(qhi));
                 }
             }
+            let (t0, t1) = (_mm512_reduce_add_epi32(qlo), _mm512_reduce_add_epi32(qhi));
             scale[b] = s;
-            sum[b] = s * _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi)) as f32;
+            sum[b] = s * (t0 as i64 + t1 as i64) as f32;
+            sum16[2 * b] = s * t0 as f32;
+            sum16[2 * b + 1] = s * t1 as f32;
         }
-        Acts { q, scale, sum, k, width }
+        Acts { q, lo: Vec::new(), scale, sum, sum16, k, width, kernel: super::Kernel::Avx512 }
     }
 
     /// Rows `r .. r + R` against the whole panel, 32 columns (two vectors) at a time; `WIDE`
-    /// when the activations are 16-bit (`a.width`).
+    /// when the activations are 15-bit (`a.width`).
     ///
     /// # Safety
     /// As [`super::multiply`], for rows `r .. r + R`.
@@ -358,11 +501,12 @@ mod x86 {
         cols: usize,
     ) {
         let k = a.k;
-        let blocks = k / BLOCK;
-        // Dot-instruction groups per block, and the activations' bytes per row.
+        let sub = p.sub;
+        let blocks = k / sub;
+        // Dot-instruction groups per sub-block, and the activations' bytes per row.
         let (groups, row_bytes) = match a.width {
-            super::Width::I8 => (BLOCK / 4, k),
-            super::Width::I16 => (BLOCK / 2, 2 * k),
+            super::Width::I8 => (sub / 4, k),
+            super::Width::I15 => (sub / 2, 2 * k),
         };
         for half in 0..COLS / 32 {
             let c0 = half * 32;
@@ -397,30 +541,51 @@ mod x86 {
                 let (d0, d1) = (_mm512_loadu_ps(dp), _mm512_loadu_ps(dp.add(16)));
                 let (m0, m1) = (_mm512_loadu_ps(mp), _mm512_loadu_ps(mp.add(16)));
                 for i in 0..R {
-                    let s = _mm512_set1_ps(a.scale[(r + i) * blocks + b]);
-                    let sum = _mm512_set1_ps(a.sum[(r + i) * blocks + b]);
+                    let (s, sum) = row_terms(a, r + i, b, sub);
+                    let (s, sum) = (_mm512_set1_ps(s), _mm512_set1_ps(sum));
                     acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i][0]), _mm512_mul_ps(d0, s), acc[i][0]);
                     acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i][1]), _mm512_mul_ps(d1, s), acc[i][1]);
                     acc[i][0] = _mm512_fmadd_ps(m0, sum, acc[i][0]);
                     acc[i][1] = _mm512_fmadd_ps(m1, sum, acc[i][1]);
                 }
             }
-            for (i, row) in acc.iter().enumerate() {
-                for (v, &val) in row.iter().enumerate() {
-                    let c = c0 + v * 16;
-                    if c >= cols {
-                        continue;
-                    }
-                    let n = (cols - c).min(16);
-                    let mask: __mmask16 = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
-                    // SAFETY: the caller guarantees room for columns col0 .. col0 + cols of row
-                    // r + i; the mask stores only columns below cols.
-                    _mm512_mask_storeu_ps(dst.add((r + i) * out + col0 + c), mask, val);
+            store(&acc, r, dst, out, col0, c0, cols);
+        }
+    }
+
+    /// Rows `r ..` of `acc` (columns `c0 .. c0 + 32` of the panel) into `dst`, the columns past
+    /// `cols` left out.
+    ///
+    /// # Safety
+    /// As [`super::multiply`], for rows `r .. r + acc.len()`.
+    #[target_feature(enable = "avx512f")]
+    pub(in super::super) unsafe fn store(
+        acc: &[[__m512; 2]],
+        r: usize,
+        dst: *mut f32,
+        out: usize,
+        col0: usize,
+        c0: usize,
+        cols: usize,
+    ) {
+        for (i, row) in acc.iter().enumerate() {
+            for (v, &val) in row.iter().enumerate() {
+                let c = c0 + v * 16;
+                if c >= cols {
+                    continue;
                 }
+                let n = (cols - c).min(16);
+                let mask: __mmask16 = if n == 16 { 0xFFFF } else { (1u16 << n) - 1 };
+                // SAFETY: the caller guarantees room for columns col0 .. col0 + cols of row
+                // r + i; the mask stores only columns below cols.
+                _mm512_mask_storeu_ps(dst.add((r + i) * out + col0 + c), mask, val);
             }
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+pub(super) use x86::store;
 
 #[cfg(test)]
 mod tests {
@@ -428,7 +593,9 @@ mod tests {
     use candle_core::quantized::QTensor;
     use candle_core::{Device, Tensor};
 
-    const TYPES: [GgmlDType; 7] = [
+    use crate::engine::weights::{Encoded, Stacked};
+
+    const TYPES: [GgmlDType; 8] = [
         GgmlDType::Q4_0,
         GgmlDType::Q4_1,
         GgmlDType::Q5_0,
@@ -436,6 +603,7 @@ mod tests {
         GgmlDType::Q8_0,
         GgmlDType::Q4K,
         GgmlDType::Q5K,
+        GgmlDType::Q6K,
     ];
 
     #[test]
@@ -446,10 +614,11 @@ mod tests {
             let q = QTensor::quantize(&w, dtype)?;
             let want: Vec<f32> = q.dequantize(&Device::Cpu)?.flatten_all()?.to_vec1()?;
             let mut u = vec![0u8; k];
-            let mut dm = vec![(0f32, 0f32); k / BLOCK];
+            let sub = sub_block(dtype);
+            let mut dm = vec![(0f32, 0f32); k / sub];
             decode_row(dtype, &q.data()?, &mut u, |b, d, m| dm[b] = (d, m));
             for (i, &want) in want.iter().enumerate() {
-                let (d, m) = dm[i / BLOCK];
+                let (d, m) = dm[i / sub];
                 let got = d * u[i] as f32 + m;
                 assert!((got - want).abs() <= 1e-6 * (1.0 + want.abs()), "{dtype:?} value {i}: {got} vs {want}");
             }
@@ -464,87 +633,144 @@ mod tests {
         x[0] = 2.54;
         x[1] = -1.0;
         x[2] = 0.03;
-        let a = quantize_acts(&x, 32, Width::I8);
+        x[20] = 1.0;
+        let a = quantize_acts(&x, 32, Width::I8, Kernel::Avx512);
         assert_eq!(&a.q[..4], &[127, -50i8 as u8, 2, 0]);
         assert!((a.scale[0] - 0.02).abs() < 1e-7);
-        assert!((a.sum[0] - 0.02 * 79.0).abs() < 1e-6, "{}", a.sum[0]);
+        assert!((a.sum[0] - 0.02 * 129.0).abs() < 1e-6, "{}", a.sum[0]);
+        // The halves' sums: 127 - 50 + 2 in the first 16, 50 in the second.
+        assert!((a.sum16[0] - 0.02 * 79.0).abs() < 1e-6 && (a.sum16[1] - 0.02 * 50.0).abs() < 1e-6);
         // A block of zeros: scale 0, all zero.
-        assert_eq!(quantize_acts(&[0f32; 32], 32, Width::I8).q, vec![0u8; 32]);
-        // 16 bits: the step is 2.54 / 32767; -1.0 is -12900.3 steps.
-        let a = quantize_acts(&x, 32, Width::I16);
-        assert_eq!(i16::from_le_bytes([a.q[0], a.q[1]]), 32767);
-        assert_eq!(i16::from_le_bytes([a.q[2], a.q[3]]), -12900);
+        assert_eq!(quantize_acts(&[0f32; 32], 32, Width::I8, Kernel::Avx512).q, vec![0u8; 32]);
+        // 15 bits: the step is 2.54 / 16383; -1.0 is -6449.6 steps.
+        let a = quantize_acts(&x, 32, Width::I15, Kernel::Avx512);
+        assert_eq!(i16::from_le_bytes([a.q[0], a.q[1]]), 16383);
+        assert_eq!(i16::from_le_bytes([a.q[2], a.q[3]]), -6450);
+        // For AMX, as two bytes: 16383 = 128·127 + 127, -6450 = 128·(-51) + 78; then 15 rows of
+        // zeros.
+        let a = quantize_acts(&x, 32, Width::I15, Kernel::Amx);
+        assert_eq!((&a.q[..2], &a.lo[..2]), (&[127, -51i8 as u8][..], &[127, 78][..]));
+        assert_eq!((a.q.len(), a.lo.len()), (16 * 32, 16 * 32));
         // The vector code gives the reference's numbers.
         let x: Vec<f32> = (0..64 * 32).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 0.0137).collect();
-        for width in [Width::I8, Width::I16] {
-            let (v, r) = (quantize_acts(&x, 64, width), quantize_acts_scalar(&x, 64, width));
-            assert_eq!((v.q, v.scale, v.sum), (r.q, r.scale, r.sum), "{width:?}");
+        for width in [Width::I8, Width::I15] {
+            let (v, r) = (quantize_acts(&x, 64, width, Kernel::Avx512), quantize_acts_scalar(&x, 64, width));
+            assert_eq!((v.q, v.scale, v.sum, v.sum16), (r.q, r.scale, r.sum, r.sum16), "{width:?}");
         }
     }
 
     /// The i-th quantised activation of `a` as an integer.
     fn act(a: &Acts, i: usize) -> i64 {
-        match a.width {
-            Width::I8 => a.q[i] as i8 as i64,
-            Width::I16 => i16::from_le_bytes([a.q[2 * i], a.q[2 * i + 1]]) as i64,
+        match (a.kernel, a.width) {
+            (_, Width::I8) => a.q[i] as i8 as i64,
+            (Kernel::Avx512, Width::I15) => i16::from_le_bytes([a.q[2 * i], a.q[2 * i + 1]]) as i64,
+            (Kernel::Amx, Width::I15) => 128 * (a.q[i] as i8 as i64) + a.lo[i] as i64,
         }
+    }
+
+    /// `w [out, k]` in `dtype`.
+    fn encoded(w: &Tensor, dtype: GgmlDType) -> candle_core::Result<Encoded> {
+        let (out, k) = w.dims2()?;
+        let bytes = QTensor::quantize(w, dtype)?.data()?.to_vec();
+        let mut map = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
+        map.copy_from_slice(&bytes);
+        let map = std::sync::Arc::new(map.make_read_only().unwrap());
+        Ok(Encoded::new(map, 0, dtype, out, k).unwrap())
+    }
+
+    /// `w [out, k]` in `dtype` as a stack of one part.
+    fn stacked(w: &Tensor, dtype: GgmlDType) -> candle_core::Result<Stacked> {
+        Stacked::new(vec![encoded(w, dtype)?])
+    }
+
+    /// `x · wᵀ` through the kernel, panel by panel.
+    fn product(w: &Stacked, x: &[f32], rows: usize, width: Width, kernel: Kernel) -> (Acts, Vec<f32>) {
+        let (out, k) = (w.rows(), w.cols());
+        let a = quantize_acts(x, k, width, kernel);
+        let mut dst = vec![f32::NAN; rows * out];
+        let mut p = Panel::default();
+        for pi in 0..out.div_ceil(COLS) {
+            decode_panel(w, pi, k, width, kernel, &mut p);
+            let cols = (out - pi * COLS).min(COLS);
+            // SAFETY: the kernel runs here (the callers check); dst holds rows × out values.
+            unsafe { multiply(&p, &a, (0, rows), dst.as_mut_ptr(), out, pi * COLS, cols) };
+        }
+        (a, dst)
     }
 
     #[test]
     fn the_kernel_equals_the_sum_it_stands_for() -> candle_core::Result<()> {
         // The kernel's result against the same arithmetic in f64: Σ_b d·s·Σ u·q + m·s·Σ q; and
-        // against the exact product within the activations' rounding.
+        // against the exact product within the activations' rounding. On AVX-512 and, where the
+        // CPU has it, on AMX.
         if !available() {
             return Ok(());
         }
-        use crate::engine::weights::{Encoded, Stacked};
         let (k, out) = (256, 80);
-        for width in [Width::I8, Width::I16] {
-            for dtype in TYPES {
-                let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
-                let q = QTensor::quantize(&w, dtype)?;
-                let bytes = q.data()?.to_vec();
-                let mut map = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
-                map.copy_from_slice(&bytes);
-                let map = std::sync::Arc::new(map.make_read_only().unwrap());
-                let stacked = Stacked::new(vec![Encoded::new(map, 0, dtype, out, k).unwrap()])?;
-                // 9 rows: tiles of 6, 2 and 1.
-                let rows = 9;
-                let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
-                let a = quantize_acts(&x, k, width);
-                let mut dst = vec![f32::NAN; rows * out];
-                let mut p = Panel::default();
-                for pi in 0..out.div_ceil(COLS) {
-                    decode_panel(&stacked, pi, k, width, &mut p);
-                    let cols = (out - pi * COLS).min(COLS);
-                    // SAFETY: the kernel runs here (checked above); dst holds rows × out values.
-                    unsafe { multiply(&p, &a, (0, rows), dst.as_mut_ptr(), out, pi * COLS, cols) };
-                }
-                for r in 0..rows {
-                    for c in 0..out {
-                        let (dtype_, row) = stacked.row_bytes(c);
-                        let mut u = vec![0u8; k];
-                        let mut dm = vec![(0f32, 0f32); k / BLOCK];
-                        decode_row(dtype_, row, &mut u, |b, d, m| dm[b] = (d, m));
-                        let (mut want, mut exact, mut bound) = (0f64, 0f64, 1e-4);
-                        for b in 0..k / BLOCK {
-                            let (d, m) = dm[b];
-                            let s = a.scale[r * (k / BLOCK) + b] as f64;
-                            let idx = |i: usize| r * k + b * BLOCK + i;
-                            let dot: i64 = (0..BLOCK).map(|i| u[b * BLOCK + i] as i64 * act(&a, idx(i))).sum();
-                            want += d as f64 * s * dot as f64 + m as f64 * a.sum[r * (k / BLOCK) + b] as f64;
-                            for i in 0..BLOCK {
-                                let wv = (d * u[b * BLOCK + i] as f32 + m) as f64;
-                                exact += x[idx(i)] as f64 * wv;
-                                bound += wv.abs() * s / 2.0;
+        let kernels = if amx::available() { vec![Kernel::Avx512, Kernel::Amx] } else { vec![Kernel::Avx512] };
+        for kernel in kernels {
+            for width in [Width::I8, Width::I15] {
+                for dtype in TYPES {
+                    let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
+                    let stacked = stacked(&w, dtype)?;
+                    // 19 rows: tiles of 6, 2 and 1 on AVX-512; one whole tile and a part on AMX.
+                    let rows = 19;
+                    let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
+                    let (a, dst) = product(&stacked, &x, rows, width, kernel);
+                    let sub = sub_block(dtype);
+                    for r in 0..rows {
+                        for c in 0..out {
+                            let (dtype_, row) = stacked.row_bytes(c);
+                            let mut u = vec![0u8; k];
+                            let mut dm = vec![(0f32, 0f32); k / sub];
+                            decode_row(dtype_, row, &mut u, |b, d, m| dm[b] = (d, m));
+                            let (mut want, mut exact, mut bound) = (0f64, 0f64, 1e-4);
+                            for b in 0..k / sub {
+                                let (d, m) = dm[b];
+                                let (s, sum) = row_terms(&a, r, b, sub);
+                                let idx = |i: usize| r * k + b * sub + i;
+                                let dot: i64 = (0..sub).map(|i| u[b * sub + i] as i64 * act(&a, idx(i))).sum();
+                                want += d as f64 * s as f64 * dot as f64 + m as f64 * sum as f64;
+                                for i in 0..sub {
+                                    let wv = (d * u[b * sub + i] as f32 + m) as f64;
+                                    exact += x[idx(i)] as f64 * wv;
+                                    bound += wv.abs() * s as f64 / 2.0;
+                                }
                             }
+                            let got = dst[r * out + c] as f64;
+                            let tag = format!("{kernel:?} {width:?} {dtype:?} ({r}, {c})");
+                            assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{tag}: {got} vs {want}");
+                            assert!((got - exact).abs() <= bound, "{tag}: {got} vs exact {exact} (bound {bound})");
                         }
-                        let got = dst[r * out + c] as f64;
-                        let tag = format!("{width:?} {dtype:?} ({r}, {c})");
-                        assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{tag}: {got} vs {want}");
-                        assert!((got - exact).abs() <= bound, "{tag}: {got} vs exact {exact} (bound {bound})");
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn amx_gives_the_bits_of_avx512() -> candle_core::Result<()> {
+        // The two kernels sum the same integers and scale them in the same order: a result file
+        // does not depend on which one the CPU has. A stack of Q4_K and Q6_K parts (a Q4_K_M
+        // file's q/k/v) takes 16-value sub-blocks for all its rows.
+        if !amx::available() {
+            return Ok(());
+        }
+        let k = 512;
+        let parts = [(GgmlDType::Q4K, 96), (GgmlDType::Q6K, 40), (GgmlDType::Q4_1, 64)];
+        let mut parts_ = Vec::new();
+        for (dtype, out) in parts {
+            let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
+            parts_.push(encoded(&w, dtype)?);
+        }
+        let w = Stacked::new(parts_)?;
+        for rows in [1, 2, 17, 70] {
+            let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
+            for width in [Width::I8, Width::I15] {
+                let (_, avx) = product(&w, &x, rows, width, Kernel::Avx512);
+                let (_, amx) = product(&w, &x, rows, width, Kernel::Amx);
+                assert_eq!(avx, amx, "{rows} rows, {width:?}");
             }
         }
         Ok(())

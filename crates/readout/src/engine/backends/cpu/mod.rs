@@ -5,8 +5,10 @@
 //! spend their time; each one's numbers depend neither on the rows sharing a pass nor on the
 //! thread count.
 
+pub(crate) mod amx;
 pub(crate) mod fused;
 pub(crate) mod int8;
+pub(crate) mod peak;
 pub(crate) mod project;
 
 /// Output columns per panel of a laid-out weight: gemm's f32 AVX-512 kernel is 64 wide (four

@@ -18,8 +18,9 @@
 //! for bit.
 
 use super::fused::f32_slice;
-use super::int8::Width;
+use super::int8::Integer;
 use super::PANEL;
+use crate::engine::profile::{self, Stage};
 use crate::engine::weights::Stacked;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Device, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -83,6 +84,7 @@ impl CustomOp2 for Project {
                 "projection: activations [{rows}, {k}] do not match weights of {out} outputs in panels [{panels}, {k2}, {width}]"
             );
         }
+        let _t = profile::time(Stage::Projections);
         Ok((CpuStorage::F32(products(x, (rows, k, out), Panels::Packed(w))), Shape::from((rows, out))))
     }
 }
@@ -90,13 +92,13 @@ impl CustomOp2 for Project {
 /// `x [rows, in] · W [out, in]ᵀ -> [rows, out]` on CPU, W in its file's encoding.
 /// With `integer`, through the integer kernel with activations of that width (`int8.rs`; the
 /// caller checks that the weights and the CPU allow it); otherwise decoded to f32 panels.
-pub(crate) fn project_encoded(x: &Tensor, w: &Stacked, integer: Option<Width>) -> candle_core::Result<Tensor> {
+pub(crate) fn project_encoded(x: &Tensor, w: &Stacked, integer: Option<Integer>) -> candle_core::Result<Tensor> {
     x.apply_op1_no_bwd(&ProjectEncoded { w, integer })
 }
 
 struct ProjectEncoded<'a> {
     w: &'a Stacked,
-    integer: Option<Width>,
+    integer: Option<Integer>,
 }
 
 impl CustomOp1 for ProjectEncoded<'_> {
@@ -111,9 +113,13 @@ impl CustomOp1 for ProjectEncoded<'_> {
         if k != self.w.cols() || k == 0 || out == 0 {
             candle_core::bail!("projection: activations [{rows}, {k}] do not match weights [{out}, {}]", self.w.cols());
         }
+        let _t = profile::time(Stage::Projections);
         let y = match self.integer {
-            Some(width) => {
-                let acts = super::int8::quantize_acts(x, k, width);
+            Some(Integer { width, kernel }) => {
+                let acts = {
+                    let _t = profile::time(Stage::Quantize);
+                    super::int8::quantize_acts(x, k, width, kernel)
+                };
                 products(x, (rows, k, out), Panels::Int8(self.w, &acts))
             }
             None => products(x, (rows, k, out), Panels::Decoded(self.w)),
@@ -174,6 +180,7 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
         }
     };
     let runs = blocks.div_ceil(per_task);
+    profile::count_macs((rows * k * out) as u64, !matches!(w, Panels::Int8(..)));
     let mut dst: Vec<f32> = Vec::with_capacity(rows * out);
     let d = Dst(dst.as_mut_ptr());
     (0..panels * runs).into_par_iter().for_each(|t| {
@@ -181,6 +188,7 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
         let cols = (out - pi * PANEL).min(PANEL);
         let d = &d;
         let multiply = |panel: &[f32]| {
+            let _t = profile::time(Stage::DenseMultiply);
             for bi in run * per_task..((run + 1) * per_task).min(blocks) {
                 let (r0, r1) = (rows * bi / blocks, rows * (bi + 1) / blocks);
                 // SAFETY: dst has room for rows * out elements; this call writes element (i, j)
@@ -207,11 +215,20 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
         match w {
             Panels::Packed(all) => multiply(&all[pi * k * PANEL..(pi + 1) * k * PANEL]),
             Panels::Decoded(w) => DECODED.with_borrow_mut(|(panel, row)| {
-                decode_panel(w, pi, k, panel, row);
+                {
+                    let _t = profile::time(Stage::Decode);
+                    decode_panel(w, pi, k, panel, row);
+                    profile::count_decoded((cols * k) as u64);
+                }
                 multiply(panel);
             }),
             Panels::Int8(w, acts) => DECODED_INT8.with_borrow_mut(|panel| {
-                super::int8::decode_panel(w, pi, k, acts.width, panel);
+                {
+                    let _t = profile::time(Stage::Decode);
+                    super::int8::decode_panel(w, pi, k, acts.width, acts.kernel, panel);
+                    profile::count_decoded((cols * k) as u64);
+                }
+                let _t = profile::time(Stage::Multiply);
                 let first = rows * (run * per_task) / blocks;
                 let last = rows * ((run + 1) * per_task).min(blocks) / blocks;
                 // SAFETY: the integer kernel runs on this CPU (`int8::ready` chose this path);
