@@ -227,12 +227,17 @@ pub(crate) struct Panel {
     pub(super) m: Vec<f32>,
     /// Values per `(d, m)`: 32, or 16 when a part is Q6_K.
     pub(super) sub: usize,
-    /// One weight row's bytes, decoded before they are spread over the panel.
-    row: Vec<u8>,
+    /// Sixteen weight rows' bytes (`k + 64` apart), decoded before they are spread over the
+    /// panel's columns, and a seventeenth of zeros for the columns past the weight's last row.
+    rows: Vec<u8>,
 }
 
-/// Rows `pi * 64 ..` of `w` (at most 64) into `p` for `kernel`. Columns past the weight's last
-/// row hold whatever the buffer held before: the kernel computes them, and nothing stores them.
+/// Rows `pi * 64 ..` of `w` (at most 64) into `p` for `kernel`; columns past the weight's last
+/// row are zeros.
+///
+/// Sixteen rows are decoded at a time into a buffer, then gathered into the panel's layout:
+/// each store then fills a whole 64-byte line (sixteen columns of one group), where writing a
+/// row at a time would touch every line of the panel sixteen times.
 pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kernel: Kernel, p: &mut Panel) {
     let sub = w.dtypes().map(sub_block).min().unwrap_or(BLOCK);
     let lanes = match kernel {
@@ -243,29 +248,66 @@ pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kerne
     p.u.resize(k / lanes * COLS * 4, 0);
     p.d.resize(k / sub * COLS, 0.0);
     p.m.resize(k / sub * COLS, 0.0);
-    p.row.resize(k, 0);
+    let stride = k + 64;
+    if p.rows.len() != 17 * stride {
+        p.rows.clear();
+        p.rows.resize(17 * stride, 0);
+    }
     let r0 = pi * COLS;
-    for j in 0..(w.rows() - r0).min(COLS) {
-        let (dtype, bytes) = w.row_bytes(r0 + j);
-        // A part's blocks of 32 in a panel of 16-value sub-blocks: each half gets the block's d, m.
-        let split = sub_block(dtype) / sub;
-        decode_row(dtype, bytes, &mut p.row, |b, d, m| {
-            for h in 0..split {
-                p.d[(b * split + h) * COLS + j] = d;
-                p.m[(b * split + h) * COLS + j] = m;
-            }
-        });
-        match lanes {
-            4 => {
-                for (g, vals) in p.row.chunks_exact(4).enumerate() {
-                    p.u[(g * COLS + j) * 4..(g * COLS + j) * 4 + 4].copy_from_slice(vals);
+    let here = (w.rows() - r0).min(COLS);
+    for j0 in (0..COLS).step_by(16) {
+        let n = here.saturating_sub(j0).min(16);
+        for i in 0..n {
+            let j = j0 + i;
+            let (dtype, bytes) = w.row_bytes(r0 + j);
+            // A part's blocks of 32 in a panel of 16-value sub-blocks: each half gets the block's d, m.
+            let split = sub_block(dtype) / sub;
+            decode_row(dtype, bytes, &mut p.rows[i * stride..i * stride + k], |b, d, m| {
+                for h in 0..split {
+                    p.d[(b * split + h) * COLS + j] = d;
+                    p.m[(b * split + h) * COLS + j] = m;
                 }
-            }
-            // Two 16-bit little-endian values: the byte, then a zero high byte.
-            _ => {
-                for (g, vals) in p.row.chunks_exact(2).enumerate() {
-                    p.u[(g * COLS + j) * 4..(g * COLS + j) * 4 + 4].copy_from_slice(&[vals[0], 0, vals[1], 0]);
-                }
+            });
+        }
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the kernel (and so AVX-512) runs here; `p.rows` holds 17 rows of `stride`
+        // bytes, and `p.u` room for k / lanes groups of 64 columns of four bytes.
+        unsafe {
+            x86::gather_columns(&p.rows, stride, n, &mut p.u, j0, lanes, k)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        gather_columns(&p.rows, stride, n, &mut p.u, j0, lanes, k);
+    }
+}
+
+/// Columns `j0 .. j0 + 16` of a panel's bytes `u` from the buffer's rows (`n` of them; zeros
+/// after): the scalar form of `x86::gather_columns`.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn gather_columns(rows: &[u8], stride: usize, n: usize, u: &mut [u8], j0: usize, lanes: usize, k: usize) {
+    gather_columns_from(rows, stride, n, u, j0, lanes, k, 0);
+}
+
+/// [`gather_columns`] from group `from` on.
+#[allow(clippy::too_many_arguments)]
+fn gather_columns_from(
+    rows: &[u8],
+    stride: usize,
+    n: usize,
+    u: &mut [u8],
+    j0: usize,
+    lanes: usize,
+    k: usize,
+    from: usize,
+) {
+    for i in 0..16 {
+        let row = &rows[if i < n { i } else { 16 } * stride..][..k];
+        let j = j0 + i;
+        for (g, vals) in row.chunks_exact(lanes).enumerate().skip(from) {
+            let at = (g * COLS + j) * 4;
+            match lanes {
+                4 => u[at..at + 4].copy_from_slice(vals),
+                // Two 16-bit little-endian values: the byte, then a zero high byte.
+                _ => u[at..at + 4].copy_from_slice(&[vals[0], 0, vals[1], 0]),
             }
         }
     }
@@ -439,6 +481,83 @@ pub(super) fn row_terms(a: &Acts, r: usize, b: usize, sub: usize) -> (f32, f32) 
 mod x86 {
     use super::{row_terms, Acts, Panel, BLOCK, COLS};
     use std::arch::x86_64::*;
+
+    /// [`super::gather_columns`] sixteen groups at a time: sixteen rows' groups loaded as
+    /// sixteen vectors of sixteen 4-byte lanes, transposed in registers, each group's sixteen
+    /// columns stored as one 64-byte line. (No gather: on CPUs patched against Downfall a gather
+    /// costs several times its loads.)
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and BW; `rows` holds 17 rows of `stride ≥ k` bytes, `u`
+    /// room for `k / lanes` groups of `COLS` columns of four bytes, and `j0 + 16 ≤ COLS`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn gather_columns(
+        rows: &[u8],
+        stride: usize,
+        n: usize,
+        u: &mut [u8],
+        j0: usize,
+        lanes: usize,
+        k: usize,
+    ) {
+        let groups = k / lanes;
+        let whole = groups / 16 * 16;
+        for g0 in (0..whole).step_by(16) {
+            let mut r = [_mm512_setzero_si512(); 16];
+            for (i, v) in r.iter_mut().enumerate() {
+                // SAFETY: row i (or the zero row) holds groups g0 .. g0 + 16: 16 · lanes bytes
+                // from g0 · lanes, inside its k bytes.
+                let at = rows.as_ptr().add(if i < n { i } else { 16 } * stride + g0 * lanes);
+                *v = match lanes {
+                    4 => _mm512_loadu_si512(at.cast()),
+                    // Two values a group: each the byte, then a zero high byte.
+                    _ => _mm512_cvtepu8_epi16(_mm256_loadu_si256(at.cast())),
+                };
+            }
+            let out = transpose16(r);
+            for (g, v) in out.iter().enumerate() {
+                // SAFETY: group g0 + g's columns j0 .. j0 + 16 of `u`.
+                _mm512_storeu_si512(u.as_mut_ptr().add(((g0 + g) * COLS + j0) * 4).cast(), *v);
+            }
+        }
+        if whole < groups {
+            super::gather_columns_from(rows, stride, n, u, j0, lanes, k, whole);
+        }
+    }
+
+    /// Sixteen vectors of sixteen 32-bit lanes, transposed: lane `i` of output `g` is lane `g`
+    /// of input `i`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+        // Pairs of rows interleaved, then quads: s[4q + c]'s 128-bit lane L holds group 4L + c
+        // of rows 4q .. 4q + 4.
+        let mut t = [_mm512_setzero_si512(); 16];
+        for p in 0..8 {
+            t[2 * p] = _mm512_unpacklo_epi32(r[2 * p], r[2 * p + 1]);
+            t[2 * p + 1] = _mm512_unpackhi_epi32(r[2 * p], r[2 * p + 1]);
+        }
+        let mut s = [_mm512_setzero_si512(); 16];
+        for q in 0..4 {
+            s[4 * q] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+            s[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+            s[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+            s[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+        }
+        // Then the 128-bit lanes: output 4L + c is lane L of s[c], s[4 + c], s[8 + c], s[12 + c].
+        let mut out = [_mm512_setzero_si512(); 16];
+        for c in 0..4 {
+            let (a, b, cc, d) = (s[c], s[4 + c], s[8 + c], s[12 + c]);
+            let ab_lo = _mm512_shuffle_i32x4::<0b01_00_01_00>(a, b);
+            let ab_hi = _mm512_shuffle_i32x4::<0b11_10_11_10>(a, b);
+            let cd_lo = _mm512_shuffle_i32x4::<0b01_00_01_00>(cc, d);
+            let cd_hi = _mm512_shuffle_i32x4::<0b11_10_11_10>(cc, d);
+            out[c] = _mm512_shuffle_i32x4::<0b10_00_10_00>(ab_lo, cd_lo);
+            out[4 + c] = _mm512_shuffle_i32x4::<0b11_01_11_01>(ab_lo, cd_lo);
+            out[8 + c] = _mm512_shuffle_i32x4::<0b10_00_10_00>(ab_hi, cd_hi);
+            out[12 + c] = _mm512_shuffle_i32x4::<0b11_01_11_01>(ab_hi, cd_hi);
+        }
+        out
+    }
 
     /// [`super::quantize_acts`] for the AVX-512 kernel, sixteen values at a time; the same
     /// numbers as the scalar reference (the conversion rounds to nearest even, as
