@@ -54,12 +54,14 @@ pub(super) use x86::{multiply, peak_loop};
 
 /// Never called: [`available`] is false here.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[allow(dead_code)]
 pub(super) unsafe fn peak_loop(_: u64) {
     unreachable!("the AMX peak is only measured where `available()` is true");
 }
 
 /// Never called: [`available`] is false here.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[allow(dead_code)]
 pub(super) unsafe fn multiply(
     _: &super::int8::Panel,
     _: &super::int8::Acts,

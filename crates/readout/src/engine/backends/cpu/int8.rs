@@ -470,6 +470,7 @@ pub(crate) unsafe fn multiply(
 
 /// The scale and the `s·Σq` of row `r`'s sub-block `b` (of `sub` values) of `a`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn row_terms(a: &Acts, r: usize, b: usize, sub: usize) -> (f32, f32) {
     let k = a.k;
     let s = a.scale[r * (k / BLOCK) + b * sub / BLOCK];
