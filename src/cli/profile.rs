@@ -60,7 +60,7 @@ pub fn run_profile(a: ProfileArgs) -> Result<i32> {
         result.write(path)?;
     }
     let threads = candle_core::utils::get_num_threads();
-    let peaks = profile::peaks(a.peak_seconds);
+    let peaks = readout::engine::peaks(a.peak_seconds);
     let wall = result.timing.wall_seconds;
     // Two passes run at once, each on half the threads: the stages' wall times are summed over
     // them. A stage's share of the run is its share of the passes' summed time, times the share
@@ -160,7 +160,7 @@ pub fn run_profile(a: ProfileArgs) -> Result<i32> {
         },
         "kernels": kernels,
         "peaks": peaks,
-        "peak_method": "each instruction alone in a loop on one thread, operands in registers (12 independent vector accumulators; 4 AMX tiles of sums), no loads or stores, best of 5 timed tries (readout::engine::profile::peaks)",
+        "peak_method": "each instruction alone in a loop on one thread, operands in registers (12 independent vector accumulators; 4 AMX tiles of sums), no loads or stores, best of 5 timed tries (readout::engine::peaks)",
         "counters": c,
     });
     if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -30,6 +30,7 @@ pub(crate) mod weights;
 use crate::engine::template::ChatTemplate;
 use crate::error::{Error, Result};
 use backends::cpu::int8::Kernel;
+pub use backends::cpu::peak::{peaks, Peak};
 use candle_core::Device;
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;

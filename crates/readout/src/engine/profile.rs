@@ -9,7 +9,6 @@
 //!
 //! The counters are the process's: profile one run at a time.
 
-pub use super::backends::cpu::peak::{peaks, Peak};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
