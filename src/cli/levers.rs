@@ -6,11 +6,8 @@ use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use readout::analysis::levers::{markdown, row, variants, LeverRow};
-use readout::formats::evalset::{EvalSet, LoadOptions};
 use readout::formats::results::default_name;
-use readout::jobs::run::{run, Control, RunInput};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 #[derive(Args)]
 pub struct LeversArgs {
@@ -34,14 +31,13 @@ pub struct LeversArgs {
 
 pub fn run_levers(a: LeversArgs) -> Result<i32> {
     let sel = &a.select;
-    let set = EvalSet::load(&sel.evalset, &LoadOptions { skip_bad: false, limit: None, family: sel.family.clone() })?;
+    let set = sel.load_set()?;
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
     let base = sel.builder()?.build()?.resolve(&engine);
     let stem = engine.info().path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     std::fs::create_dir_all(&a.out_dir).with_context(|| format!("creating {}", a.out_dir.display()))?;
-    let stop = AtomicBool::new(false);
     let mut rows: Vec<LeverRow> = Vec::new();
     let mut baseline = None;
     for v in variants(&base) {
@@ -49,20 +45,7 @@ pub fn run_levers(a: LeversArgs) -> Result<i32> {
             continue;
         }
         eprintln!("readout: {} — {}", v.lever, v.setting);
-        let mut progress = |_| {};
-        let mut control = Control { progress: &mut progress, stop: &stop, checkpoint: None };
-        let result = run(
-            RunInput {
-                engine: &engine,
-                eval_set: &set,
-                config: v.config.clone(),
-                model_load_seconds: load_seconds,
-                resume: None,
-                limit: sel.limit,
-                family: sel.family.clone(),
-            },
-            &mut control,
-        )?;
+        let result = sel.run_quietly(&engine, &set, v.config.clone(), load_seconds)?;
         let name = default_name(&set.name, &stem, &v.config);
         result.write(&a.out_dir.join(&name))?;
         let base_result = baseline.get_or_insert_with(|| result.clone());

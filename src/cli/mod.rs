@@ -113,6 +113,37 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
+    /// The eval set these options name (every row; a bad one is an error).
+    pub fn load_set(&self) -> Result<readout::formats::evalset::EvalSet> {
+        let opts = readout::formats::evalset::LoadOptions { skip_bad: false, limit: None, family: self.family.clone() };
+        Ok(readout::formats::evalset::EvalSet::load(&self.evalset, &opts)?)
+    }
+
+    /// One run of `set` on `engine` with `config`, as the benchmarks make it: no progress shown,
+    /// no checkpoint, no resume.
+    pub fn run_quietly(
+        &self,
+        engine: &Engine,
+        set: &readout::formats::evalset::EvalSet,
+        config: readout::config::RunConfig,
+        model_load_seconds: f64,
+    ) -> Result<readout::formats::results::ResultFile> {
+        use readout::jobs::run::{run, Control, RunInput};
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let mut progress = |_| {};
+        let mut control = Control { progress: &mut progress, stop: &stop, checkpoint: None };
+        let input = RunInput {
+            engine,
+            eval_set: set,
+            config,
+            model_load_seconds,
+            resume: None,
+            limit: self.limit,
+            family: self.family.clone(),
+        };
+        Ok(run(input, &mut control)?)
+    }
+
     /// The configuration these options set, for the subcommand to add its own and build.
     pub fn builder(&self) -> Result<readout::config::ConfigBuilder> {
         Ok(readout::config::RunConfig::builder()
@@ -161,7 +192,7 @@ pub struct ModelArgs {
     /// How weights sit in memory: native (the file's encoding, decoded as the kernels multiply), f32 (expanded at load), or auto (native on the CPU and Metal; on CUDA when f32 would take over half the free memory).
     #[arg(long, default_value = "auto")]
     pub weights: WeightsMode,
-    /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 15-bit: faster, and the answers move (bench/README.md measures how far).
+    /// Multiply native weights with 8-bit activations (llama.cpp's choice) instead of 16-bit: faster, and the answers move (bench/README.md measures how far).
     #[arg(long)]
     pub int8_activations: bool,
     /// Precision of the KV cache: f16 (half the memory; attention sees keys and values rounded to f16, as in llama.cpp), f32, or auto (f16 on the CPU, f32 on a GPU).

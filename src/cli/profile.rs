@@ -8,11 +8,8 @@ use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use readout::engine::profile;
-use readout::formats::evalset::{EvalSet, LoadOptions};
-use readout::jobs::run::{run, Control, RunInput};
 use serde_json::json;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 #[derive(Args)]
 pub struct ProfileArgs {
@@ -33,28 +30,15 @@ pub struct ProfileArgs {
 
 pub fn run_profile(a: ProfileArgs) -> Result<i32> {
     let sel = &a.select;
-    let set = EvalSet::load(&sel.evalset, &LoadOptions { skip_bad: false, limit: None, family: sel.family.clone() })?;
+    let set = sel.load_set()?;
     let t0 = std::time::Instant::now();
     let engine = a.model.load()?;
     let load_seconds = t0.elapsed().as_secs_f64();
     let config = sel.builder()?.build()?.resolve(&engine);
-    let stop = AtomicBool::new(false);
-    let mut progress = |_| {};
-    let mut control = Control { progress: &mut progress, stop: &stop, checkpoint: None };
     profile::enable(true);
-    let result = run(
-        RunInput {
-            engine: &engine,
-            eval_set: &set,
-            config,
-            model_load_seconds: load_seconds,
-            resume: None,
-            limit: sel.limit,
-            family: sel.family.clone(),
-        },
-        &mut control,
-    )?;
+    let result = sel.run_quietly(&engine, &set, config, load_seconds);
     profile::enable(false);
+    let result = result?;
     let c = profile::counters();
     if let Some(path) = &a.result {
         result.write(path)?;
@@ -83,9 +67,9 @@ pub fn run_profile(a: ProfileArgs) -> Result<i32> {
     let peak_of =
         |name: &str| peaks.iter().find(|p| p.instruction.starts_with(name)).map(|p| p.giga_multiply_adds_per_second);
     let rate = |macs: u64, secs: f64| if secs > 0.0 { macs as f64 / secs * 1e-9 } else { 0.0 };
-    // 15-bit activations on AMX take two tile products a block: the instruction's work is twice
+    // 16-bit activations on AMX take two tile products a block: the instruction's work is twice
     // the model's multiply-adds.
-    let int_factor = if instruction == Some("tdpbsud") && info.activations == "int15" { 2.0 } else { 1.0 };
+    let int_factor = if instruction == Some("tdpbsud") && info.activations == "int16" { 2.0 } else { 1.0 };
     let int_rate = rate(c.integer_multiply_adds, c.multiply_thread_seconds);
     let dense_rate = rate(c.dense_multiply_adds, c.dense_multiply_thread_seconds);
     let kernels = json!([

@@ -14,7 +14,7 @@ name: string, file: string, sha256: string, architecture: string, quantisation: 
 weights: string, 
 /**
  * What the weights were multiplied with: `f32` activations, or the integer kernel's
- * `int15` or `int8` ones (`engine::ModelInfo::activations`).
+ * `int16` or `int8` ones (`engine::ModelInfo::activations`).
  */
 activations: string, 
 /**

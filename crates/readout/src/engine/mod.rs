@@ -65,7 +65,7 @@ pub struct ModelInfo {
     pub matmul: MatmulPath,
     /// How the weights were held: `native` (the file's encoding) or `f32`, `auto` resolved.
     pub weights: WeightsMode,
-    /// What the projections multiply the weights with: `f32`, or the integer kernel's `int15`
+    /// What the projections multiply the weights with: `f32`, or the integer kernel's `int16`
     /// or `int8` activations (CPU, native weights in its encodings).
     pub activations: &'static str,
     /// The integer kernel's instructions, when it multiplies: `amx` or `avx512` (the same bits;
@@ -232,7 +232,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
             native: resolved.weights == WeightsMode::Native,
             int8_activations: opts.int8_activations,
             kernel: match opts.cpu_kernel {
-                CpuKernel::Auto => Kernel::best(),
+                CpuKernel::Auto => backends::cpu::amx::best(),
                 CpuKernel::Avx512 => Kernel::Avx512,
             },
             bf16: opts.precision == Precision::Bf16,

@@ -55,7 +55,7 @@ pub struct ModelRecord {
     #[serde(default = "f32_name")]
     pub weights: String,
     /// What the weights were multiplied with: `f32` activations, or the integer kernel's
-    /// `int15` or `int8` ones (`engine::ModelInfo::activations`).
+    /// `int16` or `int8` ones (`engine::ModelInfo::activations`).
     #[serde(default = "f32_name")]
     pub activations: String,
     /// How the KV cache held keys and values: `f16` or `f32` (files written before the field).

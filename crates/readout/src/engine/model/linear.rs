@@ -19,7 +19,7 @@ pub(crate) struct Hold {
     pub matmul: MatmulPath,
     /// Keep the file's encoding (the resolved `--weights native`).
     pub native: bool,
-    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 15-bit.
+    /// 8-bit activations for the integer kernel (`--int8-activations`) instead of 16-bit.
     pub int8_activations: bool,
     /// The integer kernel's instructions (the resolved `--cpu-kernel`).
     pub kernel: Kernel,
@@ -31,7 +31,7 @@ impl Hold {
     /// The integer kernel's activation width and instructions for `w`, where the CPU and the
     /// encodings allow it.
     fn integer(&self, w: &Stacked) -> Option<Integer> {
-        let width = if self.int8_activations { Width::I8 } else { Width::I15 };
+        let width = if self.int8_activations { Width::I8 } else { Width::I16 };
         int8::ready(w).then_some(Integer { width, kernel: self.kernel })
     }
 }

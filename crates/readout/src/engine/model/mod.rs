@@ -99,12 +99,12 @@ impl Transformer {
         all.flatten().next()
     }
 
-    /// What the block projections multiply with: `int8` or `int15` when any goes through the
+    /// What the block projections multiply with: `int8` or `int16` when any goes through the
     /// integer kernel, `f32` otherwise.
     pub(crate) fn activations(&self) -> &'static str {
         match self.integer().map(|i| i.width) {
             Some(Width::I8) => "int8",
-            Some(Width::I15) => "int15",
+            Some(Width::I16) => "int16",
             None => "f32",
         }
     }

@@ -1,11 +1,12 @@
 //! The integer kernel on AMX tiles (Intel Xeon since Sapphire Rapids, Linux).
 //!
 //! Why it exists: at judge sizes (1.5B to 4B) the projections are nearly all of a run, and the
-//! AVX-512 kernel (`int8.rs`) multiplies 15-bit activations with `vpdpwssd`, 32 products an
-//! instruction. One AMX instruction multiplies a 16 × 64 tile of signed bytes by a 64 × 16 tile
-//! of unsigned bytes, 16,384 products, into 16 × 16 integer sums. A 15-bit activation is two
-//! signed bytes, `q = 128·h + l`, so a block's exact integer sum `Σ u·q` is
-//! `128·Σ u·h + Σ u·l`: two tile products, joined as integers. From there the block is scaled
+//! AVX-512 kernel (`int8.rs`) multiplies 16-bit activations with `vpdpwssd`, 32 products an
+//! instruction. One AMX instruction multiplies a 16 × 64 tile of bytes by a 64 × 16 tile of
+//! unsigned bytes, 16,384 products, into 16 × 16 integer sums. A 16-bit activation is a signed
+//! high byte and an unsigned low one, `q = 256·h + l`, so a block's exact integer sum `Σ u·q` is
+//! `256·Σ u·h + Σ u·l`: two tile products (`tdpbsud` signed × unsigned, `tdpbuud` unsigned ×
+//! unsigned), joined as integers. From there the block is scaled
 //! and offset by the same AVX-512 instructions in the same order as in `int8.rs`, so both
 //! kernels give the same bits. 8-bit activations take one tile product.
 //!
@@ -21,6 +22,15 @@
 pub(crate) fn available() -> bool {
     static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *OK.get_or_init(detect)
+}
+
+/// The kernel to multiply with: AMX where [`available`], AVX-512 otherwise.
+pub(crate) fn best() -> super::int8::Kernel {
+    if available() {
+        super::int8::Kernel::Amx
+    } else {
+        super::int8::Kernel::Avx512
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -170,7 +180,7 @@ mod x86 {
     ) {
         let (k, sub) = (a.k, p.sub);
         let blocks = k / sub;
-        let split = a.width == Width::I15;
+        let split = a.width == Width::I16;
         let config = Config::new(sub);
         let mut sums = Sums([[0; 256]; 4]);
         let c = sums.0.as_mut_ptr();
@@ -205,8 +215,8 @@ mod x86 {
                             "tilezero tmm7",
                             "tdpbsud tmm4, tmm0, tmm2",
                             "tdpbsud tmm5, tmm0, tmm3",
-                            "tdpbsud tmm6, tmm1, tmm2",
-                            "tdpbsud tmm7, tmm1, tmm3",
+                            "tdpbuud tmm6, tmm1, tmm2",
+                            "tdpbuud tmm7, tmm1, tmm3",
                             "tilestored [{c0} + {cs}*1], tmm4",
                             "tilestored [{c1} + {cs}*1], tmm5",
                             "tilestored [{c2} + {cs}*1], tmm6",
@@ -257,8 +267,8 @@ mod x86 {
                         let row = |t: usize| _mm512_load_si512(c.add(t).cast::<i32>().add(i * 16).cast());
                         let (mut dot0, mut dot1) = (row(0), row(1));
                         if split {
-                            dot0 = _mm512_add_epi32(_mm512_slli_epi32::<7>(dot0), row(2));
-                            dot1 = _mm512_add_epi32(_mm512_slli_epi32::<7>(dot1), row(3));
+                            dot0 = _mm512_add_epi32(_mm512_slli_epi32::<8>(dot0), row(2));
+                            dot1 = _mm512_add_epi32(_mm512_slli_epi32::<8>(dot1), row(3));
                         }
                         acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot0), _mm512_mul_ps(d0, s), acc[0]);
                         acc[1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot1), _mm512_mul_ps(d1, s), acc[1]);
@@ -271,5 +281,50 @@ mod x86 {
             r += 16;
         }
         asm!("tilerelease", options(nostack, nomem));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::int8::tests::{encoded, equals_the_sum, product};
+    use super::super::int8::{self, Kernel, Width};
+    use super::{available, multiply};
+    use crate::engine::weights::Stacked;
+    use candle_core::quantized::GgmlDType;
+    use candle_core::{Device, Tensor};
+
+    #[test]
+    fn the_amx_kernel_equals_the_sum_it_stands_for() -> candle_core::Result<()> {
+        if !available() {
+            return Ok(());
+        }
+        equals_the_sum((Kernel::Amx, multiply))
+    }
+
+    #[test]
+    fn amx_gives_the_bits_of_avx512() -> candle_core::Result<()> {
+        // The two kernels sum the same integers and scale them in the same order: a result file
+        // does not depend on which one the CPU has. A stack of Q4_K and Q6_K parts (a Q4_K_M
+        // file's q/k/v) takes 16-value sub-blocks for all its rows.
+        if !available() {
+            return Ok(());
+        }
+        let k = 512;
+        let parts = [(GgmlDType::Q4K, 96), (GgmlDType::Q6K, 40), (GgmlDType::Q4_1, 64)];
+        let mut parts_ = Vec::new();
+        for (dtype, out) in parts {
+            let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
+            parts_.push(encoded(&w, dtype)?);
+        }
+        let w = Stacked::new(parts_)?;
+        for rows in [1, 2, 17, 70] {
+            let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
+            for width in [Width::I8, Width::I16] {
+                let (_, avx) = product(&w, &x, rows, width, (Kernel::Avx512, int8::multiply));
+                let (_, amx) = product(&w, &x, rows, width, (Kernel::Amx, multiply));
+                assert_eq!(avx, amx, "{rows} rows, {width:?}");
+            }
+        }
+        Ok(())
     }
 }

@@ -12,18 +12,16 @@
 //! rounding is the only approximation; its effect on the answers is measured against the f32
 //! path (bench/README.md).
 //!
-//! The activations are 15-bit by default (|q| ≤ 16383): enough that no letter probability moves
-//! by more than rounding noise, and a 15-bit value is two signed bytes, `q = 128·h + l` with
-//! `l` in 0..128, so the AMX kernel multiplies them at byte speed (two tile products, joined as
-//! integers before any rounding). The AVX-512 kernel multiplies the same 15-bit values with
-//! `vpdpwssd`; both sum the same integers and scale them in the same order, so they give the
+//! The activations are 16-bit by default: enough that no letter probability moves by more than
+//! rounding noise. The AVX-512 kernel multiplies them with `vpdpwssd`; the AMX kernel splits each
+//! into a signed high byte and an unsigned low byte, `q = 256·h + l`, and multiplies both at byte
+//! speed (two tile products, joined as integers before any rounding); both sum the same integers and scale them in the same order, so they give the
 //! same bits. 8-bit activations (`--int8-activations`, llama.cpp's choice) are faster still and
 //! move answers.
 //!
 //! A row's result depends only on its own activations and the weights, summed block after block
 //! in one order: never on the rows that share its pass, on the thread count, or on the kernel.
 
-use super::amx;
 use crate::engine::weights::Stacked;
 use candle_core::quantized::GgmlDType;
 use half::f16;
@@ -83,8 +81,8 @@ fn sub_block(dtype: GgmlDType) -> usize {
 pub(crate) enum Width {
     /// Signed bytes.
     I8,
-    /// 15-bit signed integers (|q| ≤ 16383): 16-bit lanes for `vpdpwssd`, two bytes for AMX.
-    I15,
+    /// 16-bit signed integers: lanes of `vpdpwssd`, or a signed and an unsigned byte for AMX.
+    I16,
 }
 
 impl Width {
@@ -92,14 +90,14 @@ impl Width {
     fn max(self) -> f32 {
         match self {
             Width::I8 => 127.0,
-            Width::I15 => 16383.0,
+            Width::I16 => 32767.0,
         }
     }
     /// Values in the four bytes one lane of the AVX-512 dot instruction takes.
     fn per_lane(self) -> usize {
         match self {
             Width::I8 => 4,
-            Width::I15 => 2,
+            Width::I16 => 2,
         }
     }
 }
@@ -109,17 +107,6 @@ impl Width {
 pub(crate) enum Kernel {
     Avx512,
     Amx,
-}
-
-impl Kernel {
-    /// AMX where the CPU and the operating system allow it, AVX-512 otherwise.
-    pub(crate) fn best() -> Kernel {
-        if amx::available() {
-            Kernel::Amx
-        } else {
-            Kernel::Avx512
-        }
-    }
 }
 
 /// How a projection goes through the integer kernel: the activations' width and the
@@ -135,8 +122,8 @@ pub(crate) struct Integer {
 /// activations, and the error of a block's sum is `Σ w·(a − s·q)`, whatever the offset).
 ///
 /// For [`Kernel::Avx512`], `q` holds the values little-endian, one or two bytes each. For
-/// [`Kernel::Amx`], `q` holds a byte per value (8-bit: the value; 15-bit: its high part `h`)
-/// and `lo` the low parts `l` of 15-bit values, each padded with 15 rows of zeros, so a tile of
+/// [`Kernel::Amx`], `q` holds a byte per value (8-bit: the value; 16-bit: its signed high byte
+/// `h`) and `lo` the unsigned low bytes `l` of 16-bit values, each padded with 15 rows of zeros, so a tile of
 /// 16 rows can start at any row.
 // Only the x86-64 kernel reads them; elsewhere `ready` is false and they are never made.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -173,14 +160,14 @@ fn lay_out_for(mut a: Acts, kernel: Kernel) -> Acts {
     let pad = 15 * a.k;
     match a.width {
         Width::I8 => a.q.resize(a.q.len() + pad, 0),
-        Width::I15 => {
+        Width::I16 => {
             let n = a.q.len() / 2;
             let (mut h, mut l) = (vec![0u8; n + pad], vec![0u8; n + pad]);
             for (i, v) in a.q.chunks_exact(2).enumerate() {
                 let v = i16::from_le_bytes([v[0], v[1]]);
-                // v = 128·(v >> 7) + (v & 127); |v| ≤ 16383 puts v >> 7 in -128..128.
-                h[i] = (v >> 7) as i8 as u8;
-                l[i] = (v & 127) as u8;
+                // v = 256·(v >> 8) + (v & 255): a signed high byte, an unsigned low one.
+                h[i] = (v >> 8) as i8 as u8;
+                l[i] = (v & 255) as u8;
             }
             a.q = h;
             a.lo = l;
@@ -219,7 +206,7 @@ fn quantize_acts_scalar(x: &[f32], k: usize, width: Width) -> Acts {
 
 /// One panel of weights (up to 64 output columns) decoded for the kernel: `u` as groups of four
 /// bytes, `[k / lanes][64 columns][4 bytes]` (`lanes` values in a group: four bytes, or for the
-/// AVX-512 kernel's 15-bit activations two 16-bit values), `d` and `m` as `[k / sub][64 columns]`.
+/// AVX-512 kernel's 16-bit activations two 16-bit values), `d` and `m` as `[k / sub][64 columns]`.
 #[derive(Default)]
 pub(crate) struct Panel {
     pub(super) u: Vec<u8>,
@@ -276,18 +263,12 @@ pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kerne
             x86::gather_columns(&p.rows, stride, n, &mut p.u, j0, lanes, k)
         };
         #[cfg(not(target_arch = "x86_64"))]
-        gather_columns(&p.rows, stride, n, &mut p.u, j0, lanes, k);
+        gather_columns_from(&p.rows, stride, n, &mut p.u, j0, lanes, k, 0);
     }
 }
 
 /// Columns `j0 .. j0 + 16` of a panel's bytes `u` from the buffer's rows (`n` of them; zeros
-/// after): the scalar form of `x86::gather_columns`.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn gather_columns(rows: &[u8], stride: usize, n: usize, u: &mut [u8], j0: usize, lanes: usize, k: usize) {
-    gather_columns_from(rows, stride, n, u, j0, lanes, k, 0);
-}
-
-/// [`gather_columns`] from group `from` on.
+/// after), groups `from ..`: the scalar form of `x86::gather_columns`, and its tail.
 #[allow(clippy::too_many_arguments)]
 fn gather_columns_from(
     rows: &[u8],
@@ -421,10 +402,11 @@ fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
 }
 
 /// `dst[r, col0 + c] = Σ_k a[r, k] · w[c, k]` for rows `r0..r1` of `a` and the panel's first
-/// `cols` columns; `dst` rows are `out` apart. The panel must be decoded for `a.kernel`.
+/// `cols` columns; `dst` rows are `out` apart, on AVX-512 (`amx::multiply` for
+/// [`Kernel::Amx`]). The panel and the activations must be made for [`Kernel::Avx512`].
 ///
 /// # Safety
-/// [`available`] (and for [`Kernel::Amx`], [`amx::available`]) must be true; `dst` must have
+/// [`available`] must be true; `dst` must have
 /// room for row `r1 - 1`'s column `col0 + cols - 1` at `(r1 - 1) * out + col0 + cols - 1`, and
 /// nothing else may write those elements meanwhile.
 pub(crate) unsafe fn multiply(
@@ -438,11 +420,8 @@ pub(crate) unsafe fn multiply(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if a.kernel == Kernel::Amx {
-            return amx::multiply(p, a, (r0, r1), dst, out, col0, cols);
-        }
         let mut r = r0;
-        let wide = a.width == Width::I15;
+        let wide = a.width == Width::I16;
         while r + 6 <= r1 {
             match wide {
                 true => x86::tile::<6, true>(p, a, r, dst, out, col0, cols),
@@ -483,7 +462,7 @@ mod x86 {
     use super::{row_terms, Acts, Panel, BLOCK, COLS};
     use std::arch::x86_64::*;
 
-    /// [`super::gather_columns`] sixteen groups at a time: sixteen rows' groups loaded as
+    /// [`super::gather_columns_from`] sixteen groups at a time: sixteen rows' groups loaded as
     /// sixteen vectors of sixteen 4-byte lanes, transposed in registers, each group's sixteen
     /// columns stored as one 64-byte line. (No gather: on CPUs patched against Downfall a gather
     /// costs several times its loads.)
@@ -591,7 +570,7 @@ mod x86 {
                     _mm_storeu_si128(out.cast(), _mm512_cvtepi32_epi8(qlo));
                     _mm_storeu_si128(out.add(16).cast(), _mm512_cvtepi32_epi8(qhi));
                 }
-                super::Width::I15 => {
+                super::Width::I16 => {
                     _mm256_storeu_si256(out.cast(), _mm512_cvtepi32_epi16(qlo));
                     _mm256_storeu_si256(out.add(32).cast(), _mm512_cvtepi32_epi16(qhi));
                 }
@@ -606,7 +585,7 @@ mod x86 {
     }
 
     /// Rows `r .. r + R` against the whole panel, 32 columns (two vectors) at a time; `WIDE`
-    /// when the activations are 15-bit (`a.width`).
+    /// when the activations are 16-bit (`a.width`).
     ///
     /// # Safety
     /// As [`super::multiply`], for rows `r .. r + R`.
@@ -626,7 +605,7 @@ mod x86 {
         // Dot-instruction groups per sub-block, and the activations' bytes per row.
         let (groups, row_bytes) = match a.width {
             super::Width::I8 => (sub / 4, k),
-            super::Width::I15 => (sub / 2, 2 * k),
+            super::Width::I16 => (sub / 2, 2 * k),
         };
         for half in 0..COLS / 32 {
             let c0 = half * 32;
@@ -708,7 +687,7 @@ mod x86 {
 pub(super) use x86::store;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use candle_core::quantized::QTensor;
     use candle_core::{Device, Tensor};
@@ -762,18 +741,18 @@ mod tests {
         assert!((a.sum16[0] - 0.02 * 79.0).abs() < 1e-6 && (a.sum16[1] - 0.02 * 50.0).abs() < 1e-6);
         // A block of zeros: scale 0, all zero.
         assert_eq!(quantize_acts(&[0f32; 32], 32, Width::I8, Kernel::Avx512).q, vec![0u8; 32]);
-        // 15 bits: the step is 2.54 / 16383; -1.0 is -6449.6 steps.
-        let a = quantize_acts(&x, 32, Width::I15, Kernel::Avx512);
-        assert_eq!(i16::from_le_bytes([a.q[0], a.q[1]]), 16383);
-        assert_eq!(i16::from_le_bytes([a.q[2], a.q[3]]), -6450);
-        // For AMX, as two bytes: 16383 = 128·127 + 127, -6450 = 128·(-51) + 78; then 15 rows of
-        // zeros.
-        let a = quantize_acts(&x, 32, Width::I15, Kernel::Amx);
-        assert_eq!((&a.q[..2], &a.lo[..2]), (&[127, -51i8 as u8][..], &[127, 78][..]));
+        // 16 bits: the step is 2.54 / 32767; -1.0 is -12900.3 steps.
+        let a = quantize_acts(&x, 32, Width::I16, Kernel::Avx512);
+        assert_eq!(i16::from_le_bytes([a.q[0], a.q[1]]), 32767);
+        assert_eq!(i16::from_le_bytes([a.q[2], a.q[3]]), -12900);
+        // For AMX, as a signed and an unsigned byte: 32767 = 256·127 + 255, -12900 = 256·(-51)
+        // + 156; then 15 rows of zeros.
+        let a = quantize_acts(&x, 32, Width::I16, Kernel::Amx);
+        assert_eq!((&a.q[..2], &a.lo[..2]), (&[127, -51i8 as u8][..], &[255, 156][..]));
         assert_eq!((a.q.len(), a.lo.len()), (16 * 32, 16 * 32));
         // The vector code gives the reference's numbers.
         let x: Vec<f32> = (0..64 * 32).map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 0.0137).collect();
-        for width in [Width::I8, Width::I15] {
+        for width in [Width::I8, Width::I16] {
             let (v, r) = (quantize_acts(&x, 64, width, Kernel::Avx512), quantize_acts_scalar(&x, 64, width));
             assert_eq!((v.q, v.scale, v.sum, v.sum16), (r.q, r.scale, r.sum, r.sum16), "{width:?}");
         }
@@ -783,13 +762,13 @@ mod tests {
     fn act(a: &Acts, i: usize) -> i64 {
         match (a.kernel, a.width) {
             (_, Width::I8) => a.q[i] as i8 as i64,
-            (Kernel::Avx512, Width::I15) => i16::from_le_bytes([a.q[2 * i], a.q[2 * i + 1]]) as i64,
-            (Kernel::Amx, Width::I15) => 128 * (a.q[i] as i8 as i64) + a.lo[i] as i64,
+            (Kernel::Avx512, Width::I16) => i16::from_le_bytes([a.q[2 * i], a.q[2 * i + 1]]) as i64,
+            (Kernel::Amx, Width::I16) => 256 * (a.q[i] as i8 as i64) + a.lo[i] as i64,
         }
     }
 
     /// `w [out, k]` in `dtype`.
-    fn encoded(w: &Tensor, dtype: GgmlDType) -> candle_core::Result<Encoded> {
+    pub(crate) fn encoded(w: &Tensor, dtype: GgmlDType) -> candle_core::Result<Encoded> {
         let (out, k) = w.dims2()?;
         let bytes = QTensor::quantize(w, dtype)?.data()?.to_vec();
         let mut map = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
@@ -803,8 +782,17 @@ mod tests {
         Stacked::new(vec![encoded(w, dtype)?])
     }
 
-    /// `x · wᵀ` through the kernel, panel by panel.
-    fn product(w: &Stacked, x: &[f32], rows: usize, width: Width, kernel: Kernel) -> (Acts, Vec<f32>) {
+    /// A kernel's multiply: [`multiply`] (AVX-512) or `amx::multiply`.
+    pub(crate) type Multiply = unsafe fn(&Panel, &Acts, (usize, usize), *mut f32, usize, usize, usize);
+
+    /// `x · wᵀ` through `kernel` (multiplying with `mul`), panel by panel.
+    pub(crate) fn product(
+        w: &Stacked,
+        x: &[f32],
+        rows: usize,
+        width: Width,
+        (kernel, mul): (Kernel, Multiply),
+    ) -> (Acts, Vec<f32>) {
         let (out, k) = (w.rows(), w.cols());
         let a = quantize_acts(x, k, width, kernel);
         let mut dst = vec![f32::NAN; rows * out];
@@ -813,84 +801,58 @@ mod tests {
             decode_panel(w, pi, k, width, kernel, &mut p);
             let cols = (out - pi * COLS).min(COLS);
             // SAFETY: the kernel runs here (the callers check); dst holds rows × out values.
-            unsafe { multiply(&p, &a, (0, rows), dst.as_mut_ptr(), out, pi * COLS, cols) };
+            unsafe { mul(&p, &a, (0, rows), dst.as_mut_ptr(), out, pi * COLS, cols) };
         }
         (a, dst)
     }
 
     #[test]
     fn the_kernel_equals_the_sum_it_stands_for() -> candle_core::Result<()> {
-        // The kernel's result against the same arithmetic in f64: Σ_b d·s·Σ u·q + m·s·Σ q; and
-        // against the exact product within the activations' rounding. On AVX-512 and, where the
-        // CPU has it, on AMX.
         if !available() {
             return Ok(());
         }
-        let (k, out) = (256, 80);
-        let kernels = if amx::available() { vec![Kernel::Avx512, Kernel::Amx] } else { vec![Kernel::Avx512] };
-        for kernel in kernels {
-            for width in [Width::I8, Width::I15] {
-                for dtype in TYPES {
-                    let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
-                    let stacked = stacked(&w, dtype)?;
-                    // 19 rows: tiles of 6, 2 and 1 on AVX-512; one whole tile and a part on AMX.
-                    let rows = 19;
-                    let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
-                    let (a, dst) = product(&stacked, &x, rows, width, kernel);
-                    let sub = sub_block(dtype);
-                    for r in 0..rows {
-                        for c in 0..out {
-                            let (dtype_, row) = stacked.row_bytes(c);
-                            let mut u = vec![0u8; k];
-                            let mut dm = vec![(0f32, 0f32); k / sub];
-                            decode_row(dtype_, row, &mut u, |b, d, m| dm[b] = (d, m));
-                            let (mut want, mut exact, mut bound) = (0f64, 0f64, 1e-4);
-                            for b in 0..k / sub {
-                                let (d, m) = dm[b];
-                                let (s, sum) = row_terms(&a, r, b, sub);
-                                let idx = |i: usize| r * k + b * sub + i;
-                                let dot: i64 = (0..sub).map(|i| u[b * sub + i] as i64 * act(&a, idx(i))).sum();
-                                want += d as f64 * s as f64 * dot as f64 + m as f64 * sum as f64;
-                                for i in 0..sub {
-                                    let wv = (d * u[b * sub + i] as f32 + m) as f64;
-                                    exact += x[idx(i)] as f64 * wv;
-                                    bound += wv.abs() * s as f64 / 2.0;
-                                }
-                            }
-                            let got = dst[r * out + c] as f64;
-                            let tag = format!("{kernel:?} {width:?} {dtype:?} ({r}, {c})");
-                            assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{tag}: {got} vs {want}");
-                            assert!((got - exact).abs() <= bound, "{tag}: {got} vs exact {exact} (bound {bound})");
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
+        equals_the_sum((Kernel::Avx512, multiply))
     }
 
-    #[test]
-    fn amx_gives_the_bits_of_avx512() -> candle_core::Result<()> {
-        // The two kernels sum the same integers and scale them in the same order: a result file
-        // does not depend on which one the CPU has. A stack of Q4_K and Q6_K parts (a Q4_K_M
-        // file's q/k/v) takes 16-value sub-blocks for all its rows.
-        if !amx::available() {
-            return Ok(());
-        }
-        let k = 512;
-        let parts = [(GgmlDType::Q4K, 96), (GgmlDType::Q6K, 40), (GgmlDType::Q4_1, 64)];
-        let mut parts_ = Vec::new();
-        for (dtype, out) in parts {
-            let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
-            parts_.push(encoded(&w, dtype)?);
-        }
-        let w = Stacked::new(parts_)?;
-        for rows in [1, 2, 17, 70] {
-            let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
-            for width in [Width::I8, Width::I15] {
-                let (_, avx) = product(&w, &x, rows, width, Kernel::Avx512);
-                let (_, amx) = product(&w, &x, rows, width, Kernel::Amx);
-                assert_eq!(avx, amx, "{rows} rows, {width:?}");
+    /// The kernel's result against the same arithmetic in f64: Σ_b d·s·Σ u·q + m·s·Σ q; and
+    /// against the exact product within the activations' rounding (AVX-512 here, AMX in
+    /// `amx.rs`).
+    pub(crate) fn equals_the_sum((kernel, mul): (Kernel, Multiply)) -> candle_core::Result<()> {
+        let (k, out) = (256, 80);
+        for width in [Width::I8, Width::I16] {
+            for dtype in TYPES {
+                let w = Tensor::randn(0f32, 1., (out, k), &Device::Cpu)?;
+                let stacked = stacked(&w, dtype)?;
+                // 19 rows: tiles of 6, 2 and 1 on AVX-512; one whole tile and a part on AMX.
+                let rows = 19;
+                let x: Vec<f32> = Tensor::randn(0f32, 1., (rows, k), &Device::Cpu)?.flatten_all()?.to_vec1()?;
+                let (a, dst) = product(&stacked, &x, rows, width, (kernel, mul));
+                let sub = sub_block(dtype);
+                for r in 0..rows {
+                    for c in 0..out {
+                        let (dtype_, row) = stacked.row_bytes(c);
+                        let mut u = vec![0u8; k];
+                        let mut dm = vec![(0f32, 0f32); k / sub];
+                        decode_row(dtype_, row, &mut u, |b, d, m| dm[b] = (d, m));
+                        let (mut want, mut exact, mut bound) = (0f64, 0f64, 1e-4);
+                        for b in 0..k / sub {
+                            let (d, m) = dm[b];
+                            let (s, sum) = row_terms(&a, r, b, sub);
+                            let idx = |i: usize| r * k + b * sub + i;
+                            let dot: i64 = (0..sub).map(|i| u[b * sub + i] as i64 * act(&a, idx(i))).sum();
+                            want += d as f64 * s as f64 * dot as f64 + m as f64 * sum as f64;
+                            for i in 0..sub {
+                                let wv = (d * u[b * sub + i] as f32 + m) as f64;
+                                exact += x[idx(i)] as f64 * wv;
+                                bound += wv.abs() * s as f64 / 2.0;
+                            }
+                        }
+                        let got = dst[r * out + c] as f64;
+                        let tag = format!("{kernel:?} {width:?} {dtype:?} ({r}, {c})");
+                        assert!((got - want).abs() <= 1e-4 * (1.0 + want.abs()), "{tag}: {got} vs {want}");
+                        assert!((got - exact).abs() <= bound, "{tag}: {got} vs exact {exact} (bound {bound})");
+                    }
+                }
             }
         }
         Ok(())

@@ -80,7 +80,7 @@ mod x86 {
             let g = rate(seconds, 12 * 32, |n| unsafe { dpwssd(n) });
             out.push(Peak {
                 instruction: "vpdpwssd zmm",
-                used_by: "integer kernel, avx512, 15-bit activations",
+                used_by: "integer kernel, avx512, 16-bit activations",
                 multiply_adds_per_instruction: 32,
                 giga_multiply_adds_per_second: g,
             });
@@ -98,7 +98,7 @@ mod x86 {
             let g = rate(seconds, 4 * 16 * 16 * 64, |n| unsafe { super::super::amx::peak_loop(n) });
             out.push(Peak {
                 instruction: "tdpbsud tmm (16 × 64 by 64 × 16 bytes)",
-                used_by: "integer kernel, amx (15-bit activations: two per block)",
+                used_by: "integer kernel, amx (16-bit activations: two per block)",
                 multiply_adds_per_instruction: 16 * 16 * 64,
                 giga_multiply_adds_per_second: g,
             });

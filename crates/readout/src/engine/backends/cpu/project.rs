@@ -18,7 +18,7 @@
 //! for bit.
 
 use super::fused::f32_slice;
-use super::int8::Integer;
+use super::int8::{Integer, Kernel};
 use super::PANEL;
 use crate::engine::profile::{self, Stage};
 use crate::engine::weights::Stacked;
@@ -231,11 +231,15 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
                 let _t = profile::time(Stage::Multiply);
                 let first = rows * (run * per_task) / blocks;
                 let last = rows * ((run + 1) * per_task).min(blocks) / blocks;
-                // SAFETY: the integer kernel runs on this CPU (`int8::ready` chose this path);
-                // this task alone writes columns pi*64 .. pi*64 + cols of rows first .. last,
-                // all inside dst (rows * out values); every element is written before the
-                // length is set below.
-                unsafe { super::int8::multiply(panel, acts, (first, last), d.0, out, pi * PANEL, cols) };
+                let multiply = match acts.kernel {
+                    Kernel::Amx => super::amx::multiply,
+                    Kernel::Avx512 => super::int8::multiply,
+                };
+                // SAFETY: the integer kernel runs on this CPU (`int8::ready` chose this path,
+                // and `amx::best` the AMX kernel only where it runs); this task alone writes
+                // columns pi*64 .. pi*64 + cols of rows first .. last, all inside dst (rows * out
+                // values); every element is written before the length is set below.
+                unsafe { multiply(panel, acts, (first, last), d.0, out, pi * PANEL, cols) };
             }),
         }
     });
