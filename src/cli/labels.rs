@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::formats::labels::{Draw, DrawBy, Labels};
 use readout::formats::rubric::Rubric;
-use readout::formats::texts::{read_texts, TextsFormat};
+use readout::formats::texts::read_texts_choosing;
 use readout::jobs::answers;
 use readout::jobs::review::{self, Report, ReportOptions};
 use readout::jobs::score::TextResult;
@@ -108,7 +108,7 @@ fn draw(a: DrawArgs) -> Result<i32> {
     let results = read_answers(&a.answers)?;
     let rubric = Rubric::load(&a.rubric)?;
     let f = std::fs::File::open(&a.texts).with_context(|| format!("opening {}", a.texts.display()))?;
-    let texts = read_texts(f, &a.texts, TextsFormat::of_path(&a.texts))?;
+    let texts = read_texts_choosing(f, &a.texts, None)?.texts;
     if texts.len() != results.len() {
         bail!(
             "{} holds {} texts but {} holds answers for {}: give the texts that were scored",

@@ -1,5 +1,5 @@
 //! `readout score`: decide a rubric for one text, texts given on the command line, or a file of
-//! texts (JSON Lines or CSV, or standard input with `--texts -`), printing each text's decision
+//! texts (JSON Lines, CSV or plain lines, or standard input with `--texts -`), printing each text's decision
 //! (a table, a JSON line or CSV rows) as soon as it and the texts before it are decided, so that
 //! the command works at the head of a pipe.
 
@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use readout::debias::DebiasMode;
-use readout::formats::texts::{read_texts, TextsFormat};
+use readout::formats::texts::{read_texts_choosing, ChosenBy, TextsFormat, TextsRead};
 use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
 use readout::jobs::score::{score_texts, Abstained, Text, TextResult};
 use std::collections::{BTreeMap, HashSet};
@@ -24,11 +24,14 @@ pub struct ScoreArgs {
     #[arg(long, short = 't')]
     text: Vec<String>,
     /// A file of texts, or `-` for standard input: JSON Lines (each line a string or an object
-    /// with `text` (or `state`) and an optional `id`) or CSV (a header line naming a `text`
-    /// column and optionally an `id` column). Given after the --text ones.
+    /// with `text` (or `state`) and an optional `id`), CSV (a header line naming a `text`
+    /// column and optionally an `id` column) or plain lines (one text a line). Given after the
+    /// --text ones.
     #[arg(long, value_name = "FILE|-")]
     texts: Option<PathBuf>,
-    /// The format of --texts: jsonl or csv [default: csv for a file named *.csv, else jsonl].
+    /// The format of --texts: jsonl, csv or lines (one text a line) [default: csv for *.csv,
+    /// jsonl for *.jsonl and *.json; otherwise, and for standard input, jsonl when the first
+    /// non-empty line is a JSON object or string, else lines].
     #[arg(long, value_name = "FORMAT", requires = "texts")]
     texts_format: Option<TextsFormat>,
     /// Print one JSON line per text instead of a table. Lines come in text order (each carries
@@ -80,17 +83,27 @@ pub struct ScoreArgs {
 pub fn run(a: ScoreArgs) -> Result<i32> {
     let mut texts: Vec<Text> = a.text.iter().map(|t| Text { id: None, text: t.clone() }).collect();
     if let Some(p) = &a.texts {
-        let format = a.texts_format.unwrap_or_else(|| TextsFormat::of_path(p));
-        let read = if p.as_os_str() == "-" {
-            read_texts(std::io::stdin().lock(), Path::new("(standard input)"), format)
+        let stdin = p.as_os_str() == "-";
+        let read = if stdin {
+            read_texts_choosing(std::io::stdin().lock(), Path::new("(standard input)"), a.texts_format)
         } else {
             let f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
-            read_texts(f, p, format)
+            read_texts_choosing(f, p, a.texts_format)
         };
-        texts.extend(read?);
+        let TextsRead { texts: read, format, chosen_by } = read?;
+        // A guessed format is said (on standard error: standard output is the decisions'), so
+        // that JSON read as plain text, or a CSV header read as a text, does not pass unseen.
+        if chosen_by == ChosenBy::Content {
+            let from = if stdin { "standard input".to_string() } else { p.display().to_string() };
+            let n = read.len();
+            eprintln!("read {n} text{} from {from} as {}", plural(n), read_as(format));
+        }
+        texts.extend(read);
     }
     if texts.is_empty() {
-        bail!("no texts to score: give --text \"...\" or --texts FILE (JSON Lines or CSV; - for standard input)");
+        bail!(
+            "no texts to score: give --text \"...\" or --texts FILE (JSON Lines, CSV or one text a line; - for standard input)"
+        );
     }
     // The one request every shell builds; its validation is the library's.
     let request = ScoreRequest {
@@ -191,6 +204,23 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// How texts read in `format` are named to a person, with the flag that chooses another.
+fn read_as(format: TextsFormat) -> &'static str {
+    match format {
+        TextsFormat::JsonLines => "JSON Lines (--texts-format to choose)",
+        TextsFormat::Csv => "CSV (--texts-format to choose)",
+        TextsFormat::Lines => "lines (one text a line; --texts-format to choose)",
+    }
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

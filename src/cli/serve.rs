@@ -34,12 +34,23 @@ pub struct ServeArgs {
     /// Most tokens in one text (more: 422 naming the text and its count).
     #[arg(long, default_value_t = 4096)]
     max_text_tokens: usize,
-    /// Seconds a request may take, its wait in the queue included (longer: 504).
-    #[arg(long, default_value_t = 300.0)]
-    timeout_s: f64,
+    /// Seconds a request may take, its wait in the queue included (longer: 504); at most a day.
+    #[arg(long, default_value = "300", value_parser = seconds)]
+    timeout_s: Duration,
     /// Requests that may wait for the model at once (more: 503 with Retry-After).
     #[arg(long, default_value_t = 256)]
     queue: usize,
+    /// Seconds a client may take to send a request's headers (slower: the connection is closed;
+    /// also how long an idle connection stays open), and again its body (slower: 408).
+    #[arg(long, default_value = "30", value_parser = seconds)]
+    read_timeout_s: Duration,
+    /// Connections open at once; more wait to be taken.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_connections: u32,
+    /// After SIGINT or SIGTERM, seconds to wait for bodies still arriving; then they are refused
+    /// (503) and stalled connections closed. Requests being decided are finished.
+    #[arg(long, default_value = "5", value_parser = seconds)]
+    shutdown_grace_s: Duration,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -62,9 +73,6 @@ pub fn run(a: ServeArgs) -> Result<i32> {
             a.host
         );
     }
-    if !(a.timeout_s > 0.0 && a.timeout_s.is_finite()) {
-        bail!("--timeout-s must be a positive number of seconds, not {}", a.timeout_s);
-    }
     if a.queue == 0 || a.max_texts == 0 || a.max_text_tokens == 0 || a.max_body_bytes == 0 {
         bail!("--queue, --max-texts, --max-text-tokens and --max-body-bytes must be at least 1");
     }
@@ -75,8 +83,11 @@ pub fn run(a: ServeArgs) -> Result<i32> {
         max_body_bytes: a.max_body_bytes,
         max_texts: a.max_texts,
         max_text_tokens: a.max_text_tokens,
-        timeout: Duration::from_secs_f64(a.timeout_s),
+        timeout: a.timeout_s,
         queue: a.queue,
+        read_timeout: a.read_timeout_s,
+        max_connections: a.max_connections as usize,
+        shutdown_grace: a.shutdown_grace_s,
     };
     http::serve(engine, SocketAddr::new(a.host, a.port), options, |addr| {
         eprintln!("readout: listening on http://{addr} (model {name})");
@@ -84,4 +95,17 @@ pub fn run(a: ServeArgs) -> Result<i32> {
     .with_context(|| format!("serving on {}:{}", a.host, a.port))?;
     eprintln!("readout: stopped");
     Ok(0)
+}
+
+/// The longest any of serve's times may be: a day.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// A number of seconds, more than 0 and at most [`MAX_SECONDS`] (a larger one would overflow
+/// the clock's arithmetic, and means no limit anyway).
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    let n: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if n.is_nan() || n <= 0.0 || n > MAX_SECONDS {
+        return Err(format!("must be more than 0 and at most {MAX_SECONDS} seconds (a day), not {s}"));
+    }
+    Ok(Duration::from_secs_f64(n))
 }

@@ -4,30 +4,14 @@
 
 use crate::common;
 
-use common::readout;
-use std::io::{BufRead, BufReader, Read, Write};
+use common::{readout, readout_piped};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Output, Stdio};
 
 const RUBRIC: &str = "examples/support-ticket.rubric.json";
 
 fn model_arg() -> String {
     common::default_model().display().to_string()
-}
-
-/// `readout ARGS` from the repository root with `input` on its standard input.
-fn readout_piped(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_readout"))
-        .args(args)
-        .current_dir(common::repo())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    child.wait_with_output().unwrap()
 }
 
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {

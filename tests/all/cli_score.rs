@@ -61,6 +61,41 @@ fn scores_a_texts_file_one_line_per_text_and_a_table() {
 }
 
 #[test]
+fn plain_lines_piped_in_are_one_text_each_and_the_format_is_said() {
+    let m = model_arg();
+    let base = ["score", "-r", RUBRIC, "--json", "--device", "cpu", "--model", &m];
+    let out = common::readout_piped(
+        &[&base[..], &["--texts", "-"]].concat(),
+        "I was charged twice.\nThe app crashes when I open it.\n",
+    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("read 2 texts from standard input as lines"), "{err}");
+    let lines: Vec<serde_json::Value> =
+        std::str::from_utf8(&out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!((l["index"].as_u64(), l.get("id")), (Some(i as u64), None), "{l}");
+    }
+    // Each line is the text, whole: as if given with --text.
+    let given = readout(
+        &[&base[..], &["--text", "I was charged twice.", "--text", "The app crashes when I open it."]].concat(),
+    );
+    assert_eq!(out.stdout, given.stdout);
+}
+
+#[test]
+fn plain_text_given_as_json_lines_is_still_refused_as_not_json() {
+    let m = model_arg();
+    let args = ["score", "-r", RUBRIC, "--texts", "-", "--texts-format", "jsonl", "--device", "cpu", "--model", &m];
+    let out = common::readout_piped(&args, "I was charged twice.\n");
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("(standard input):1: field `text`") && err.contains("not JSON"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn texts_scored_together_equal_texts_scored_alone() {
     // Sharing prefixes must not change the numbers beyond float rounding: scored together, the
     // texts' common head is a unit of its own (alone it is part of the text's unit), so its

@@ -38,6 +38,24 @@ pub fn readout(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_readout")).args(args).current_dir(repo()).output().expect("readout runs")
 }
 
+/// `readout ARGS` from the repository root with `input` on its standard input.
+pub fn readout_piped(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_readout"))
+        .args(args)
+        .current_dir(repo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("readout runs");
+    let mut stdin = child.stdin.take().expect("a piped standard input");
+    stdin.write_all(input.as_bytes()).expect("readout reads its standard input");
+    drop(stdin);
+    child.wait_with_output().expect("readout runs")
+}
+
 /// The result file at `path`, checked against `schema/result.schema.json` (every error listed)
 /// and read back by the library's own reader.
 pub fn validate(path: &std::path::Path) -> serde_json::Value {

@@ -9,6 +9,7 @@ mod cli_run;
 mod cli_score;
 mod committed_results;
 mod common;
+mod complete;
 mod crash_safety;
 mod determinism;
 mod engine;

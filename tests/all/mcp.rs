@@ -1,6 +1,7 @@
 //! `readout mcp` through a real MCP client (rmcp's, over stdio) spawning the built binary on the
 //! default model: the tools it lists, `score` against `readout score --json`, a bad rubric as the
-//! tool's error.
+//! tool's error. Then raw JSON-RPC lines: a line that is not JSON (-32700), a key given twice,
+//! arguments of the wrong shape, and the server going on after each.
 
 use crate::common;
 
@@ -92,4 +93,111 @@ fn a_real_client_lists_the_tools_and_scores_as_the_cli_does() {
 
         client.cancel().await.unwrap();
     });
+}
+
+/// `readout mcp` on raw lines: each request written, its answer read (a minute at most).
+struct RawMcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawMcp {
+    fn start() -> RawMcp {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let m = common::default_model().display().to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_readout"))
+            .args(["mcp", "--device", "cpu", "--model", &m])
+            .current_dir(common::repo())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("readout mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        RawMcp { child, stdin, lines }
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes.
+    fn next(&self) -> Value {
+        let line = self.lines.recv_timeout(std::time::Duration::from_secs(120)).expect("an answer within two minutes");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"))
+    }
+
+    /// The answer to request `id`.
+    fn answer(&self, id: u64) -> Value {
+        loop {
+            let v = self.next();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, arguments: &str) -> Value {
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"score","arguments":{arguments}}}}}"#
+        ));
+        self.answer(id)
+    }
+}
+
+impl Drop for RawMcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn raw_lines_a_parse_error_a_key_given_twice_and_wrong_arguments() {
+    let mut mcp = RawMcp::start();
+    mcp.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    assert!(mcp.answer(1)["result"]["serverInfo"].is_object());
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    // A line that is not JSON: JSON-RPC's parse error, with no id; the server goes on.
+    mcp.send("this is not JSON {");
+    let e = mcp.next();
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    assert!(e["id"].is_null(), "{e}");
+
+    // A key given twice in the rubric's options: refused naming the key, as over HTTP.
+    let twice = r#"{"rubric": {"questions": {"t": {"type": "choice", "instructions": "Which?", "criteria": {"a": "A", "a": "B", "b": "C"}}}}, "texts": ["x"]}"#;
+    let e = mcp.call(2, twice);
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(message.contains("rubric.questions.t.criteria") && message.contains("key `a` is given twice"), "{e}");
+
+    // Arguments of the wrong shape: the tool's error, saying what is expected.
+    let text_of = |v: &Value| v["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let r = mcp.call(3, r#"{"rubric": 5, "texts": ["x"]}"#);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let t = text_of(&r);
+    assert!(t.contains("rubric object") && t.contains("path of a rubric file") && !t.contains("untagged"), "{t}");
+    let r = mcp.call(4, r#"{"rubric": "examples/support-ticket.rubric.json", "texts": "x"}"#);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(text_of(&r).contains("`texts` must be a list"), "{r}");
+    let r = mcp.call(5, r#"{"rubric": "examples/support-ticket.rubric.json", "texts": ["x", 7]}"#);
+    assert!(text_of(&r).contains("texts[1]"), "{r}");
+
+    // Still serving.
+    mcp.send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#);
+    assert!(mcp.answer(6)["result"].is_object());
 }

@@ -49,10 +49,16 @@ fn requests_in_shared_passes_equal_each_request_alone() {
     for debias in [DebiasMode::None, DebiasMode::Cyclic, DebiasMode::Calibrate, DebiasMode::Pride] {
         let config = RunConfig::builder().debias(debias).build().unwrap();
         let mut finished = Vec::new();
-        let together = score_requests(&engine, &requests, &config, &mut |k, r| {
-            finished.push((k, r.index));
-            true
-        })
+        let together = score_requests(
+            &engine,
+            &requests,
+            &config,
+            &mut |k, r| {
+                finished.push((k, r.index));
+                true
+            },
+            &|| true,
+        )
         .unwrap();
         assert_eq!(finished.len(), 2 + 2 + 1 + 1 + 3, "{debias:?}: every text reported once");
         for (k, (req, got)) in requests.iter().zip(together).enumerate() {
@@ -72,9 +78,38 @@ fn a_request_too_long_fails_alone_and_the_others_are_scored() {
     let bad = texts(&[long.as_str()]);
     let good = texts(&["Refund me."]);
     let requests = [Request { rubric: &example, texts: &bad }, Request { rubric: &example, texts: &good }];
-    let out = score_requests(&engine, &requests, &RunConfig::default(), &mut |_, _| true).unwrap();
+    let out = score_requests(&engine, &requests, &RunConfig::default(), &mut |_, _| true, &|| true).unwrap();
     assert!(matches!(out[0], Err(readout::Error::PromptTooLong { .. })), "{:?}", out[0].as_ref().err());
     let alone =
         score_texts(&engine, &example, &good, &RunConfig::default(), &Default::default(), &mut |_, _, _| true).unwrap();
     assert_eq!(json(out[1].as_ref().unwrap()), json(&alone));
+}
+
+#[test]
+fn a_batch_whose_clients_are_gone_stops_after_the_pass_in_flight() {
+    let engine = common::default_engine();
+    let (example, _) = rubrics();
+    let many = texts(&["Refund me.", "The app crashes.", "Thanks!", "Where is my parcel?"]);
+    let requests = [Request { rubric: &example, texts: &many }];
+    let config = RunConfig::builder().debias(DebiasMode::Cyclic).build().unwrap();
+    let asked = std::cell::Cell::new(0);
+    let mut decided = 0;
+    // Gone after the first pass: nothing more is computed.
+    let out = score_requests(
+        &engine,
+        &requests,
+        &config,
+        &mut |_, _| {
+            decided += 1;
+            true
+        },
+        &|| {
+            asked.set(asked.get() + 1);
+            asked.get() < 2
+        },
+    )
+    .unwrap();
+    assert_eq!(asked.get(), 2, "asked before the batch and after its first pass");
+    assert!(decided < many.len(), "{decided} texts decided after the stop");
+    assert!(out[0].as_ref().unwrap().len() < many.len());
 }

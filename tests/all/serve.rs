@@ -2,11 +2,14 @@
 //! model, real HTTP (ureq). Concurrent clients get exactly what `readout score --json` prints;
 //! the key, the limits (413, 422 naming the field, the text and its token count), the full queue
 //! (503 with Retry-After), the timeout, /health, /v1/models, /openapi.json, and a SIGTERM that
-//! lets the request in flight finish.
+//! lets the request in flight finish. Then the server under abuse, with raw TCP clients: stalled
+//! headers and bodies, the cap on connections, a SIGTERM with stalled clients, cut and malformed
+//! bodies, a key given twice, and a browser page (its Content-Type, its Host, no CORS).
 
 use super::common;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,6 +57,99 @@ impl Server {
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+
+    /// `127.0.0.1:PORT`.
+    fn addr(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    /// Wait (at most a minute) for the server to exit; its exit code.
+    fn exited_within_a_minute(&mut self) -> Option<i32> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the server was still running a minute after SIGTERM:\n{}", self.log.lock().unwrap());
+    }
+}
+
+/// A raw HTTP answer: status, header lines (lowercase) and the body as JSON (null when not JSON).
+struct Raw {
+    status: u16,
+    headers: String,
+    body: Value,
+}
+
+impl Raw {
+    fn answer(self) -> Answer {
+        Answer { status: self.status, retry_after: None, body: self.body }
+    }
+}
+
+/// Read one answer from `stream`, waiting at most a minute for it; the connection may stay open.
+fn read_answer(stream: &mut TcpStream) -> Raw {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..at]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
+            if got.len() >= at + 4 + length {
+                let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+                let body = serde_json::from_slice(&got[at + 4..at + 4 + length]).unwrap_or(Value::Null);
+                return Raw { status, headers: head, body };
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => panic!("the connection closed before an answer: {}", String::from_utf8_lossy(&got)),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("no answer within a minute ({e}): {}", String::from_utf8_lossy(&got)),
+        }
+    }
+}
+
+/// Send `request` (raw HTTP/1.1) on a new connection and read its answer.
+fn raw(addr: &str, request: &str) -> Raw {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    read_answer(&mut stream)
+}
+
+/// Whether the server closed `stream` (end of stream or reset) within a minute.
+fn closed_within_a_minute(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) => return !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    }
+}
+
+/// A client that sends a score request's headers and the start of its body, then nothing.
+fn stalled_body(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /v1/score HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    );
+    s.write_all(format!("{head}{{\"rubric\": ").as_bytes()).unwrap();
+    s
+}
+
+/// A client that sends part of a request's headers, then nothing.
+fn stalled_head(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").as_bytes()).unwrap();
+    s
 }
 
 impl Drop for Server {
@@ -198,6 +294,14 @@ fn a_key_is_needed_when_one_is_set() {
     assert_eq!(call("GET", &server.url("/v1/models"), Some("s3cret-key"), None).status, 200);
     // Health and the document are open.
     assert_eq!(call("GET", &server.url("/health"), None, None).status, 200);
+    // The scheme's name in any case (RFC 9110); with a key, any Host.
+    let addr = server.addr();
+    for scheme in ["bearer", "BEARER"] {
+        let a = raw(addr, &format!("GET /v1/models HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {scheme} s3cret-key\r\nConnection: close\r\n\r\n"));
+        assert_eq!(a.status, 200, "{scheme}: {}", a.body);
+    }
+    let a = raw(addr, "GET /v1/models HTTP/1.1\r\nHost: judge.example\r\nAuthorization: Bearer s3cret-key\r\nConnection: close\r\n\r\n");
+    assert_eq!(a.status, 200, "{}", a.body);
 }
 
 #[test]
@@ -243,6 +347,17 @@ fn limits_answer_naming_the_field() {
     assert_eq!(a.body["error"]["field"], "texts[1]", "{}", a.body);
     let a = call("POST", &url, None, Some(&json!({"texts": ["x"]}).to_string()));
     assert_eq!(a.body["error"]["field"], "rubric", "{}", a.body);
+    // 422: a field of the wrong type, named.
+    let a = call("POST", &url, None, Some(&json!({"rubric": rubric(), "texts": 5}).to_string()));
+    assert_error(&a, 422, "invalid_request");
+    assert_eq!(a.body["error"]["field"], "texts", "{}", a.body);
+    // 422: a key given twice, refused as in a rubric file (JSON would keep the last).
+    let twice = r#"{"rubric": {"questions": {"t": {"type": "choice", "instructions": "Which?",
+        "criteria": {"a": "A", "a": "B", "b": "C"}}}}, "texts": ["x"]}"#;
+    let a = call("POST", &url, None, Some(twice));
+    assert_error(&a, 422, "invalid_request");
+    assert_eq!(a.body["error"]["field"], "rubric.questions.t.criteria", "{}", a.body);
+    assert!(a.body["error"]["message"].as_str().unwrap().contains("key `a` is given twice"), "{}", a.body);
 }
 
 #[test]
@@ -298,4 +413,158 @@ fn sigterm_finishes_the_request_in_flight() {
     let status = server.child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", server.log.lock().unwrap());
     assert!(server.log.lock().unwrap().contains("shutting down"));
+}
+
+#[test]
+fn a_stalled_client_gets_408_and_others_are_still_served() {
+    let server = Server::start(&["--read-timeout-s", "1"]);
+    let addr = server.addr();
+    let mut body = stalled_body(addr);
+    let mut head = stalled_head(addr);
+    assert_eq!(call("GET", &server.url("/health"), None, None).status, 200, "served meanwhile");
+    let start = Instant::now();
+    let a = read_answer(&mut body);
+    assert_eq!(a.status, 408, "{}", a.body);
+    assert_eq!(a.body["error"]["kind"], "request_timeout", "{}", a.body);
+    assert!(a.body["error"]["message"].as_str().unwrap().contains("--read-timeout-s"), "{}", a.body);
+    assert!(closed_within_a_minute(&mut body), "the connection of the 408 is closed");
+    assert!(closed_within_a_minute(&mut head), "a client slow with its headers is dropped");
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert_eq!(call("GET", &server.url("/health"), None, None).status, 200);
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_for_a_slot() {
+    let server = Server::start(&["--max-connections", "1", "--read-timeout-s", "600"]);
+    let addr = server.addr();
+    // The one slot, held by a client that says nothing more.
+    let holder = stalled_head(addr);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut waiting = TcpStream::connect(addr).unwrap();
+    waiting.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    waiting.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut buf = [0u8; 64];
+    let early = waiting.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "a second connection is not served while the only slot is held: {early:?}"
+    );
+    holder.shutdown(Shutdown::Both).unwrap();
+    drop(holder);
+    let a = read_answer(&mut waiting);
+    assert_eq!(a.status, 200, "served once the slot is free: {}", a.body);
+}
+
+#[cfg(unix)]
+#[test]
+fn stalled_clients_do_not_keep_sigterm_from_ending_the_server() {
+    let mut server = Server::start(&["--read-timeout-s", "600", "--shutdown-grace-s", "1"]);
+    let addr = server.addr().to_string();
+    let mut body = stalled_body(&addr);
+    let mut head = stalled_head(&addr);
+    let start = Instant::now();
+    while call("GET", &server.url("/health"), None, None).body["in_flight"].as_u64() != Some(1) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the stalled request never arrived");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(server.exited_within_a_minute(), Some(0), "{}", server.log.lock().unwrap());
+    assert!(server.log.lock().unwrap().contains("shutting down"));
+    // The stalled body was refused as the server stopped; both connections are closed.
+    let a = read_answer(&mut body);
+    assert_eq!((a.status, a.body["error"]["kind"].as_str()), (503, Some("shutting_down")), "{}", a.body);
+    assert!(closed_within_a_minute(&mut body) && closed_within_a_minute(&mut head));
+}
+
+#[test]
+fn a_cut_or_malformed_body_is_400_and_only_a_large_one_413() {
+    let server = Server::start(&["--max-body-bytes", "4000"]);
+    let addr = server.addr();
+    let head = format!(
+        "POST /v1/score HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    // A chunk size that is not hexadecimal.
+    let a = raw(addr, &format!("{head}5\r\n{{\"rub\r\nZZ\r\n"));
+    assert_error(&a.answer(), 400, "bad_body");
+    // Cut: the client ends its side before the last chunk.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(format!("{head}5\r\n{{\"rub\r\n").as_bytes()).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let a = read_answer(&mut s);
+    assert_error(&a.answer(), 400, "bad_body");
+    // Chunked and over the limit: still 413.
+    let big = "x".repeat(5000);
+    let a = raw(addr, &format!("{head}{:x}\r\n{big}\r\n0\r\n\r\n", big.len()));
+    assert_error(&a.answer(), 413, "body_too_large");
+}
+
+#[test]
+fn a_browser_page_cannot_drive_a_keyless_server() {
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let port = addr.rsplit(':').next().unwrap();
+    let post = |content_type: Option<&str>, body: &str| {
+        let ct = content_type.map(|c| format!("Content-Type: {c}\r\n")).unwrap_or_default();
+        raw(
+            addr,
+            &format!(
+                "POST /v1/score HTTP/1.1\r\nHost: {addr}\r\n{ct}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    // 415: a body not sent as JSON, as a page's form or text/plain is.
+    let body = json!({"texts": ["x"]}).to_string();
+    for ct in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+        let a = post(ct, &body);
+        assert_eq!(
+            (a.status, a.body["error"]["kind"].as_str()),
+            (415, Some("unsupported_media_type")),
+            "{ct:?}: {}",
+            a.body
+        );
+    }
+    // JSON in UTF-8 is read (and this one lacks its rubric).
+    let a = post(Some("application/json; charset=utf-8"), &body);
+    assert_eq!((a.status, a.body["error"]["field"].as_str()), (422, Some("rubric")), "{}", a.body);
+    // 421: a Host that is not this server (a page's own name, resolved to 127.0.0.1).
+    let get = |host: &str, extra: &str| {
+        raw(addr, &format!("GET /health HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"))
+    };
+    for host in [format!("evil.example:{port}"), "127.0.0.1:1".to_string(), format!("localhost.evil.example:{port}")] {
+        let a = get(&host, "");
+        assert_eq!((a.status, a.body["error"]["kind"].as_str()), (421, Some("wrong_host")), "{host}: {}", a.body);
+    }
+    for host in [addr.to_string(), format!("localhost:{port}"), format!("[::1]:{port}")] {
+        assert_eq!(get(&host, "").status, 200, "{host}");
+    }
+    // No CORS: neither a preflight nor a request from another origin is let through.
+    let a = raw(
+        addr,
+        &format!("OPTIONS /v1/score HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n"),
+    );
+    assert!(!a.headers.contains("access-control-"), "{}", a.headers);
+    let a = get(addr, "Origin: http://evil.example\r\n");
+    assert_eq!(a.status, 200);
+    assert!(!a.headers.contains("access-control-"), "{}", a.headers);
+}
+
+#[test]
+fn serve_times_beyond_a_day_are_refused_before_the_model_loads() {
+    let model = common::default_model().display().to_string();
+    for (option, value) in [
+        ("--timeout-s", "1e19"),
+        ("--timeout-s", "1e30"),
+        ("--timeout-s", "inf"),
+        ("--timeout-s", "NaN"),
+        ("--timeout-s", "0"),
+        ("--read-timeout-s", "86401"),
+        ("--shutdown-grace-s", "1e19"),
+    ] {
+        let out = common::readout(&["serve", "--port", "0", option, value, "--model", &model]);
+        assert!(!out.status.success(), "{option} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(option) && err.contains("a day"), "{option} {value}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }

@@ -12,6 +12,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use readout::engine::Engine;
 use readout::jobs::request::{field_of, Policy, ScoreRequest, TextIn};
 use readout::jobs::score::{CriterionResult, OptionResult, Text, TextResult};
@@ -21,6 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use utoipa::{OpenApi, ToSchema};
 
 /// The service's limits and key.
@@ -38,19 +43,51 @@ pub struct Options {
     pub timeout: Duration,
     /// Requests that may wait for the model at once (more: 503 with Retry-After).
     pub queue: usize,
+    /// How long a client may take to send a request's headers (slower: the connection is closed;
+    /// also how long an idle connection is kept), and again its body (slower: 408).
+    pub read_timeout: Duration,
+    /// Connections open at once (more wait to be taken).
+    pub max_connections: usize,
+    /// After SIGINT or SIGTERM, how long bodies still arriving are waited for; then they are cut
+    /// (503) and connections with no request being handled are closed.
+    pub shutdown_grace: Duration,
 }
 
 /// What the handlers share.
-struct AppState {
-    engine: Arc<Engine>,
-    options: Options,
-    queue: Queue,
-    /// Score requests being handled (read, queued or read by the model).
-    in_flight: AtomicUsize,
+pub(crate) struct AppState {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) options: Options,
+    pub(crate) queue: Queue,
+    /// Requests being handled (read, queued or read by the model).
+    pub(crate) in_flight: AtomicUsize,
+    /// The address served on, which a keyless server's clients must name in `Host`.
+    bound: SocketAddr,
+    /// How bodies are read.
+    pub(crate) reading: Reading,
 }
 
-/// Serve `engine` on `addr` until SIGINT or SIGTERM, then finish the requests in flight.
-/// `listening` is told the bound address (a port of 0 picks a free one) once requests are taken.
+/// Where the server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Serving,
+    /// SIGINT or SIGTERM: no new connections, idle ones closed, requests going on.
+    Draining,
+    /// The grace is over: bodies still arriving are cut, connections with no request being
+    /// handled closed.
+    Closing,
+}
+
+/// How request bodies are read ([`read_body`]): each within `timeout`, none past the shutdown's
+/// grace.
+#[derive(Debug, Clone)]
+pub(crate) struct Reading {
+    timeout: Duration,
+    phase: watch::Receiver<Phase>,
+}
+
+/// Serve `engine` on `addr` until SIGINT or SIGTERM, then finish the requests in flight (see
+/// [`accept`]). `listening` is told the bound address (a port of 0 picks a free one) once
+/// requests are taken.
 pub fn serve(
     engine: Arc<Engine>,
     addr: SocketAddr,
@@ -59,20 +96,25 @@ pub fn serve(
 ) -> crate::Result<()> {
     let (queue, thread) =
         Queue::start(engine.clone(), options.queue).map_err(|err| Error::Start { what: "queue", err })?;
-    let state = Arc::new(AppState { engine, options, queue, in_flight: AtomicUsize::new(0) });
+    // Bound before the state is made: a keyless server checks `Host` against the address.
+    let listener = std::net::TcpListener::bind(addr).map_err(|err| Error::Listen { addr, err })?;
+    let bound = listener.local_addr().map_err(|err| Error::Listen { addr, err })?;
+    listener.set_nonblocking(true).map_err(|err| Error::Listen { addr, err })?;
+    let (stop, phase) = watch::channel(Phase::Serving);
+    let reading = Reading { timeout: options.read_timeout, phase };
+    let limits =
+        Limits { max: options.max_connections, read_timeout: options.read_timeout, grace: options.shutdown_grace };
+    let state = Arc::new(AppState { engine, options, queue, in_flight: AtomicUsize::new(0), bound, reading });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|err| Error::Start { what: "async runtime", err })?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|err| Error::Listen { addr, err })?;
-        let bound = listener.local_addr().map_err(|err| Error::Listen { addr, err })?;
+        let listener = TcpListener::from_std(listener).map_err(|err| Error::Listen { addr, err })?;
         listening(bound);
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .map_err(|e| Error::Serve(e.to_string()))
+        accept(listener, router(state), stop, limits).await;
+        Ok::<(), Error>(())
     })?;
     // Every request in flight has had its answer; the senders are gone, so the queue ends.
     drop(rt);
@@ -83,6 +125,7 @@ fn router(state: Arc<AppState>) -> Router {
     let keyed = Router::new()
         .route("/v1/score", post(score))
         .route("/v1/models", get(models))
+        .merge(crate::openai::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth));
     Router::new()
         .merge(keyed)
@@ -91,11 +134,140 @@ fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see GET /openapi.json")
         })
+        .layer(middleware::from_fn_with_state(state.clone(), check_host))
         .layer(middleware::from_fn(log))
         .with_state(state)
 }
 
-/// SIGINT (Ctrl-C) or SIGTERM: stop taking connections, finish the requests in flight.
+/// The connections' limits, from [`Options`].
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max: usize,
+    read_timeout: Duration,
+    grace: Duration,
+}
+
+/// Take HTTP/1 connections, at most `limits.max` open at once (more wait in the listen queue),
+/// each closed when its client takes longer than `limits.read_timeout` to send a request's
+/// headers, until SIGINT or SIGTERM. Then take no more, close the idle ones and let the requests
+/// being read or computed go on; `limits.grace` later, cut the bodies still arriving (503, in
+/// [`read_body`]) and close the connections with no request being handled, so that no stalled
+/// client keeps the server from stopping. Return once every connection is closed.
+async fn accept(listener: TcpListener, app: Router, stop: watch::Sender<Phase>, limits: Limits) {
+    let permits = u32::try_from(limits.max.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
+    let slots = Arc::new(Semaphore::new(permits as usize));
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.read_timeout);
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = &mut signal => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, most likely: wait for some to be closed.
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
+        tokio::spawn(connection(stream, http.clone(), app.clone(), stop.subscribe(), limits.grace, slot));
+    }
+    drop(listener);
+    stop.send_replace(Phase::Draining);
+    // Every connection holds a slot until it is closed.
+    tokio::select! {
+        _ = slots.acquire_many(permits) => return,
+        () = tokio::time::sleep(limits.grace) => {}
+    }
+    stop.send_replace(Phase::Closing);
+    let _ = slots.acquire_many(permits).await;
+}
+
+/// Serve one connection until it closes, or until the shutdown closes it ([`accept`]).
+async fn connection(
+    stream: TcpStream,
+    http: http1::Builder,
+    app: Router,
+    mut phase: watch::Receiver<Phase>,
+    grace: Duration,
+    _slot: OwnedSemaphorePermit,
+) {
+    // The requests being handled on this connection: counted from their head to their answer.
+    let (handling, mut handled) = watch::channel(0usize);
+    let handling = Arc::new(handling);
+    let router = TowerToHyperService::new(app);
+    let service = hyper::service::service_fn(move |req| {
+        let counted = Handling::start(handling.clone());
+        let answer = hyper::service::Service::call(&router, req);
+        async move {
+            let answer = answer.await;
+            drop(counted);
+            answer
+        }
+    });
+    let conn = http.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let ended = |r: hyper::Result<()>| {
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "connection ended");
+        }
+    };
+    tokio::select! {
+        r = conn.as_mut() => return ended(r),
+        () = reached(&mut phase, Phase::Draining) => conn.as_mut().graceful_shutdown(),
+    }
+    tokio::select! {
+        r = conn.as_mut() => return ended(r),
+        () = reached(&mut phase, Phase::Closing) => {}
+    }
+    // Past the grace, a request still handled is being computed (a body still arriving was cut):
+    // it is finished, and its answer given the grace again to be sent.
+    let busy = *handled.borrow() > 0;
+    if busy {
+        let answered = async {
+            let _ = handled.wait_for(|n| *n == 0).await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            r = conn.as_mut() => return ended(r),
+            () = answered => {}
+        }
+    }
+    tracing::info!("closing a stalled connection at shutdown");
+}
+
+/// Wait until the server's phase is `at` or later.
+async fn reached(phase: &mut watch::Receiver<Phase>, at: Phase) {
+    let _ = phase.wait_for(|p| *p >= at).await;
+}
+
+/// A request being handled on a connection, counted until its answer is made.
+struct Handling(Arc<watch::Sender<usize>>);
+
+impl Handling {
+    fn start(count: Arc<watch::Sender<usize>>) -> Handling {
+        count.send_modify(|n| *n += 1);
+        Handling(count)
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM: stop taking connections, finish the requests in flight ([`accept`]).
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -120,10 +292,10 @@ async fn shutdown_signal() {
 
 /// An answer other than 200: `{ "error": { "kind", "message", "field"? } }`.
 #[derive(Debug)]
-struct ApiError {
-    status: StatusCode,
-    body: ErrorDetail,
-    retry_after: Option<u64>,
+pub(crate) struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) body: ErrorDetail,
+    pub(crate) retry_after: Option<u64>,
 }
 
 /// An error's body.
@@ -134,18 +306,19 @@ struct ErrorBody {
 
 /// What went wrong.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-struct ErrorDetail {
-    /// unauthorized, body_too_large, invalid_request, text_too_long, queue_full, timeout,
-    /// not_found, shutting_down or internal.
-    kind: String,
-    message: String,
+pub(crate) struct ErrorDetail {
+    /// unauthorized, wrong_host, unsupported_media_type, bad_body, request_timeout,
+    /// body_too_large, invalid_request, text_too_long, queue_full, timeout, not_found,
+    /// shutting_down or internal.
+    pub(crate) kind: String,
+    pub(crate) message: String,
     /// The request field at fault (`texts[3]`, `rubric.questions.topic.type`), where one is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<String>,
+    pub(crate) field: Option<String>,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, kind: &str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: StatusCode, kind: &str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             body: ErrorDetail { kind: kind.into(), message: message.into(), field: None },
@@ -159,7 +332,45 @@ impl ApiError {
         e
     }
 
-    fn from_library(e: readout::Error) -> ApiError {
+    /// The queue did not take the request.
+    pub(crate) fn refused(e: Refused) -> ApiError {
+        match e {
+            Refused::Full { retry_after_s } => {
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "queue_full",
+                    "the queue is full (--queue); try again after Retry-After seconds",
+                );
+                e.retry_after = Some(retry_after_s);
+                e
+            }
+            Refused::Closed => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is stopping")
+            }
+        }
+    }
+
+    /// The queue's answer was not one.
+    pub(crate) fn failed(e: Failed) -> ApiError {
+        match e {
+            Failed::Request(e) => ApiError::from_library(e),
+            Failed::Batch(msg) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", msg),
+            Failed::Dropped => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the scheduler dropped the request")
+            }
+        }
+    }
+
+    /// Not answered within `--timeout-s`.
+    pub(crate) fn timeout(t: Duration) -> ApiError {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            format!("not decided within {:.1} s (--timeout-s)", t.as_secs_f64()),
+        )
+    }
+
+    pub(crate) fn from_library(e: readout::Error) -> ApiError {
         use readout::Error as E;
         match &e {
             E::PromptTooLong { .. } | E::ContextOverflow { .. } => {
@@ -201,15 +412,16 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The bearer key, compared in constant time.
+/// The bearer key (the scheme's name in any case, as RFC 9110 has it), compared in constant time.
 async fn auth(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &s.options.key {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, key)| key.trim());
         let ok = given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(key.as_bytes())));
         if !ok {
             let why = if given.is_some() {
@@ -221,6 +433,56 @@ async fn auth(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Respo
         }
     }
     next.run(req).await
+}
+
+/// Without a key, a request must name this server in `Host`: a page in a browser whose own name
+/// was made to resolve to this machine (DNS rebinding) sends that name, so it cannot drive a
+/// keyless server on loopback. With a key, the key is the check.
+async fn check_host(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if s.options.key.is_none() {
+        let host = req.headers().get(header::HOST).and_then(|v| v.to_str().ok());
+        let host = host.or_else(|| req.uri().authority().map(|a| a.as_str()));
+        if !host.is_some_and(|h| names_server(h, s.bound)) {
+            let port = s.bound.port();
+            let message = format!(
+                "`Host: {}` does not name this server: a server without --api-key-file answers only requests to \
+                 {}, localhost:{port}, 127.0.0.1:{port} or [::1]:{port}",
+                host.unwrap_or(""),
+                s.bound
+            );
+            return ApiError::new(StatusCode::MISDIRECTED_REQUEST, "wrong_host", message).into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// Whether `host` (a `Host` header: `name`, `name:port` or `[v6]:port`) names the server bound at
+/// `bound`: `localhost`, a loopback address or the bound one (any address when bound to all),
+/// with the bound port. An address, unlike a name, cannot be a page's own.
+fn names_server(host: &str, bound: SocketAddr) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((ip, "")) => (ip, None),
+            Some((ip, port)) => match port.strip_prefix(':') {
+                Some(port) => (ip, Some(port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match host.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    // No port: HTTP's own, 80.
+    let port = port.map_or(Some(80), |p| p.parse::<u16>().ok());
+    if port != Some(bound.port()) {
+        return false;
+    }
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip == bound.ip() || bound.ip().is_unspecified())
 }
 
 /// A line per request: method, path, status, time.
@@ -244,8 +506,12 @@ struct ScoreResponse {
     request_body = ScoreRequest,
     responses(
         (status = 200, description = "every text decided", body = ScoreResponse),
+        (status = 400, description = "the body was cut or malformed (chunked encoding)", body = ErrorBody),
         (status = 401, description = "no key or a wrong one", body = ErrorBody),
+        (status = 408, description = "the body did not arrive within --read-timeout-s", body = ErrorBody),
         (status = 413, description = "the body is larger than --max-body-bytes", body = ErrorBody),
+        (status = 415, description = "the body is not sent as `Content-Type: application/json`", body = ErrorBody),
+        (status = 421, description = "without a key: `Host` does not name this server", body = ErrorBody),
         (status = 422, description = "a field is wrong, a text has too many tokens, or too many texts", body = ErrorBody),
         (status = 503, description = "the queue is full; try again after Retry-After seconds", body = ErrorBody),
         (status = 504, description = "not decided within --timeout-s", body = ErrorBody),
@@ -260,7 +526,7 @@ async fn score(
     let deadline = Instant::now() + s.options.timeout;
     s.in_flight.fetch_add(1, Ordering::SeqCst);
     let _counted = InFlight(&s.in_flight);
-    let bytes = read_body(&headers, body, s.options.max_body_bytes).await?;
+    let bytes = read_body(&headers, body, s.options.max_body_bytes, &s.reading).await?;
     let policy = Policy { paths: false, max_texts: Some(s.options.max_texts) };
     let job = ScoreRequest::from_json(&bytes).and_then(|r| r.validate(policy)).map_err(ApiError::from_library)?;
     // Counted off the async threads: a megabyte of text takes a while to tokenize.
@@ -272,34 +538,15 @@ async fn score(
     .await
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))??;
     let n = job.texts.len();
-    let pending = s.queue.submit(job).map_err(|e| match e {
-        Refused::Full { retry_after_s } => {
-            let mut e = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "queue_full",
-                "the queue is full (--queue); try again after Retry-After seconds",
-            );
-            e.retry_after = Some(retry_after_s);
-            e
-        }
-        Refused::Closed => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is stopping"),
-    })?;
+    let pending = s.queue.submit(crate::queue::Job::Score(Box::new(job))).map_err(ApiError::refused)?;
     // Dropped when the time runs out: the request is then not read if it has not started.
-    match tokio::time::timeout_at(deadline.into(), pending.answer()).await {
+    match tokio::time::timeout_at(deadline.into(), pending.scored()).await {
         Ok(Ok(results)) => {
             debug_assert_eq!(results.len(), n);
             Ok(Json(ScoreResponse { results }))
         }
-        Ok(Err(Failed::Request(e))) => Err(ApiError::from_library(e)),
-        Ok(Err(Failed::Batch(msg))) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", msg)),
-        Ok(Err(Failed::Dropped)) => {
-            Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the scheduler dropped the request"))
-        }
-        Err(_) => Err(ApiError::new(
-            StatusCode::GATEWAY_TIMEOUT,
-            "timeout",
-            format!("not decided within {:.1} s (--timeout-s)", s.options.timeout.as_secs_f64()),
-        )),
+        Ok(Err(e)) => Err(ApiError::failed(e)),
+        Err(_) => Err(ApiError::timeout(s.options.timeout)),
     }
 }
 
@@ -317,8 +564,8 @@ fn check_lengths(engine: &Engine, texts: &[Text], max: usize) -> Result<(), ApiE
     Ok(())
 }
 
-/// Counts a score request in flight until it is answered.
-struct InFlight<'a>(&'a AtomicUsize);
+/// Counts a request in flight until it is answered.
+pub(crate) struct InFlight<'a>(pub(crate) &'a AtomicUsize);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
@@ -326,8 +573,16 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// The body, at most `max` bytes (more: 413, before reading it when its length is declared).
-async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<axum::body::Bytes, ApiError> {
+/// The body: JSON (`Content-Type: application/json`, else 415), at most `max` bytes (more: 413,
+/// before reading it when its length is declared), whole (cut or malformed: 400), arrived within
+/// `reading`'s timeout (slower: 408) and before the shutdown's grace is over (else 503).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    max: usize,
+    reading: &Reading,
+) -> Result<axum::body::Bytes, ApiError> {
+    check_json(headers)?;
     let too_large = |n: String| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -340,7 +595,52 @@ async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<axum::
     if let Some(n) = declared.filter(|&n| n > max as u64) {
         return Err(too_large(n.to_string()));
     }
-    axum::body::to_bytes(body, max).await.map_err(|_| too_large("more than that".into()))
+    let mut phase = reading.phase.clone();
+    tokio::select! {
+        read = tokio::time::timeout(reading.timeout, axum::body::to_bytes(body, max)) => match read {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => {
+                Err(too_large("more than that".into()))
+            }
+            Ok(Err(e)) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_body",
+                format!("the body could not be read ({e}): send it whole, with a right Content-Length or chunked encoding"),
+            )),
+            Err(_) => Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                format!("the body did not arrive within {:.1} s (--read-timeout-s)", reading.timeout.as_secs_f64()),
+            )),
+        },
+        () = reached(&mut phase, Phase::Closing) => {
+            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is stopping and the body had not arrived"))
+        }
+    }
+}
+
+/// A body must be JSON, sent as `application/json` (UTF-8, if a charset is named): a page in a
+/// browser may POST a form or `text/plain` anywhere without asking, but not JSON.
+fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("(not text)"));
+    let mut parts = given.unwrap_or_default().split(';').map(str::trim);
+    let json = parts.next().is_some_and(|m| m.eq_ignore_ascii_case("application/json"));
+    let utf8 = parts.all(|p| match p.split_once('=') {
+        Some((k, v)) if k.trim().eq_ignore_ascii_case("charset") => {
+            let v = v.trim().trim_matches('"');
+            v.eq_ignore_ascii_case("utf-8") || v.eq_ignore_ascii_case("utf8")
+        }
+        _ => true,
+    });
+    if json && utf8 {
+        return Ok(());
+    }
+    let sent = given.map_or("no Content-Type".to_string(), |g| format!("`Content-Type: {g}`"));
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        format!("the body must be JSON, sent with `Content-Type: application/json`, not {sent}"),
+    ))
 }
 
 /// GET /v1/models's answer (the shape of OpenAI's list).
@@ -395,7 +695,7 @@ struct Health {
     model: String,
     /// Requests waiting for the model.
     queued: usize,
-    /// Score requests being handled.
+    /// Requests being handled (scores and completions).
     in_flight: usize,
 }
 
@@ -411,7 +711,9 @@ async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
 
 #[utoipa::path(get, path = "/openapi.json", responses((status = 200, description = "this document")))]
 async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    let mut api = ApiDoc::openapi();
+    api.merge(crate::openai::OpenAiDoc::openapi());
+    Json(api)
 }
 
 /// The bearer scheme the keyed endpoints name.
@@ -433,3 +735,68 @@ impl utoipa::Modify for Bearer {
     modifiers(&Bearer)
 )]
 struct ApiDoc;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keyless_server_answers_only_requests_naming_it() {
+        let loopback: SocketAddr = "127.0.0.1:8321".parse().unwrap();
+        for host in ["127.0.0.1:8321", "localhost:8321", "LocalHost:8321", "[::1]:8321", "127.0.0.2:8321"] {
+            assert!(names_server(host, loopback), "{host}");
+        }
+        for host in [
+            "evil.example:8321",
+            "localhost:8322",
+            "localhost",
+            "127.0.0.1",
+            "10.0.0.2:8321",
+            "[::1]",
+            "[::1]x",
+            "",
+            "localhost:",
+        ] {
+            assert!(!names_server(host, loopback), "{host}");
+        }
+        let all: SocketAddr = "0.0.0.0:80".parse().unwrap();
+        for host in ["10.0.0.2", "10.0.0.2:80", "[fe80::1]:80", "localhost"] {
+            assert!(names_server(host, all), "{host}");
+        }
+        assert!(!names_server("judge.example", all));
+        let lan: SocketAddr = "192.168.1.5:8321".parse().unwrap();
+        assert!(names_server("192.168.1.5:8321", lan) && !names_server("192.168.1.6:8321", lan));
+    }
+
+    #[test]
+    fn a_body_is_json_in_utf8() {
+        let with = |ct: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(ct) = ct {
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+            }
+            check_json(&h).map_err(|e| (e.status, e.body.kind))
+        };
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=\"UTF-8\"",
+        ] {
+            assert!(with(Some(ok)).is_ok(), "{ok}");
+        }
+        for bad in [
+            None,
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            Some("application/json; charset=latin1"),
+            Some("application/jsonx"),
+        ] {
+            assert_eq!(
+                with(bad),
+                Err((StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type".to_string())),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! The Model Context Protocol server (the official Rust SDK, `rmcp`) on standard input and
 //! output: the `score` tool takes a rubric and texts and answers with what `readout score
 //! --json` prints, as text and as structured content. Its requests go through the library's
-//! [`ScoreRequest`] and the same [`Queue`] as the HTTP API's. Standard output carries JSON-RPC
-//! only: logs go to standard error.
+//! [`ScoreRequest`] and the same [`Queue`] as the HTTP API's. Standard input is checked line by
+//! line first ([`crate::stdio`]: a line that is not JSON, a key given twice). Standard output
+//! carries JSON-RPC only: logs go to standard error.
 
 use crate::queue::{Failed, Queue};
 use crate::Error;
@@ -25,7 +26,9 @@ pub fn serve_stdio(engine: Arc<Engine>) -> crate::Result<()> {
         .build()
         .map_err(|err| Error::Start { what: "async runtime", err })?;
     runtime.block_on(async {
-        let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| Error::Serve(e.to_string()))?;
+        let (input, output) = rmcp::transport::stdio();
+        let transport = crate::stdio::checked(input, output);
+        let running = server.serve(transport).await.map_err(|e| Error::Serve(e.to_string()))?;
         running.waiting().await.map_err(|e| Error::Serve(e.to_string()))?;
         Ok::<(), Error>(())
     })?;
@@ -33,15 +36,18 @@ pub fn serve_stdio(engine: Arc<Engine>) -> crate::Result<()> {
     thread.join().map_err(|_| Error::Serve("the queue's thread panicked".into()))
 }
 
-/// The `score` tool's input.
+/// The `score` tool's input. `rubric` and `texts` are taken as any JSON, as the schema's types
+/// say, and checked by the library's [`ScoreRequest`], whose messages name the field and the text.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ScoreParams {
     /// The rubric: a JSON object with `questions` (the format of docs/rubric.md in the Readout
     /// repository), or the path of a rubric file on the server's machine.
-    pub rubric: RubricArg,
+    #[schemars(with = "RubricArg")]
+    pub rubric: serde_json::Value,
     /// The texts to decide: each a string, or an object with `text` and an optional `id`
     /// (carried into its result).
-    pub texts: Vec<TextArg>,
+    #[schemars(with = "Vec<TextArg>")]
+    pub texts: serde_json::Value,
     /// How orderings of the options are scored and combined: none (the default), cyclic (every
     /// rotation, averaged; flags order-unstable answers), permutation, calibrate, pride or batch.
     #[serde(default)]
@@ -51,9 +57,9 @@ pub struct ScoreParams {
     pub truncate_middle: bool,
 }
 
-/// A rubric inline or by path.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(untagged)]
+/// A rubric inline or by path (the schema of [`ScoreParams::rubric`]).
+#[derive(Debug, JsonSchema)]
+#[schemars(untagged)]
 pub enum RubricArg {
     /// The path of a rubric file.
     Path(String),
@@ -61,9 +67,9 @@ pub enum RubricArg {
     Inline(serde_json::Map<String, serde_json::Value>),
 }
 
-/// A text to decide.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(untagged)]
+/// A text to decide (the schema of one of [`ScoreParams::texts`]).
+#[derive(Debug, JsonSchema)]
+#[schemars(untagged)]
 pub enum TextArg {
     /// The text alone.
     Plain(String),
@@ -71,31 +77,25 @@ pub enum TextArg {
     WithId {
         text: String,
         /// Carried into the text's result (a number is kept as its JSON).
-        #[serde(default)]
+        #[schemars(default)]
         id: Option<serde_json::Value>,
     },
 }
 
 impl ScoreParams {
-    /// The library's request: the transport's shape, nothing decided here.
-    fn into_request(self) -> ScoreRequest {
-        ScoreRequest {
-            rubric: Some(match self.rubric {
-                RubricArg::Path(p) => serde_json::Value::String(p),
-                RubricArg::Inline(o) => serde_json::Value::Object(o),
-            }),
-            texts: self
-                .texts
-                .into_iter()
-                .map(|t| match t {
-                    TextArg::Plain(text) => serde_json::Value::String(text),
-                    TextArg::WithId { text, id } => serde_json::json!({ "text": text, "id": id }),
-                })
-                .collect(),
+    /// The library's request: the transport's shape, nothing decided here but that `texts` is a
+    /// list.
+    fn into_request(self) -> Result<ScoreRequest, String> {
+        let serde_json::Value::Array(texts) = self.texts else {
+            return Err("`texts` must be a list of texts, each a string or an object with `text`".into());
+        };
+        Ok(ScoreRequest {
+            rubric: Some(self.rubric),
+            texts,
             debias: self.debias,
             truncate_middle: self.truncate_middle,
             ..ScoreRequest::default()
-        }
+        })
     }
 }
 
@@ -151,9 +151,12 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 impl Judge {
     /// The request validated, queued and answered; a message for the caller when it fails.
     async fn score_queued(&self, p: ScoreParams) -> Result<Vec<TextResult>, String> {
-        let job = p.into_request().validate(Policy::LOCAL).map_err(|e| e.to_string())?;
-        let pending = self.queue.submit(job).map_err(|_| "the server is busy or stopping; try again".to_string())?;
-        match pending.answer().await {
+        let job = p.into_request()?.validate(Policy::LOCAL).map_err(|e| e.to_string())?;
+        let pending = self
+            .queue
+            .submit(crate::queue::Job::Score(Box::new(job)))
+            .map_err(|_| "the server is busy or stopping; try again".to_string())?;
+        match pending.scored().await {
             Ok(results) => Ok(results),
             Err(Failed::Request(e)) => Err(e.to_string()),
             Err(Failed::Batch(msg)) => Err(msg),

@@ -11,7 +11,7 @@ use crate::engine::kv::{LayerKv, Prefix};
 use crate::engine::model::{block_head_rows, grouped_tree_mask, stem_tree_mask, KeepKv, Segment, Transformer};
 use crate::engine::options::PassOptions;
 use crate::engine::profile::{self, Stage};
-use crate::engine::Unit;
+use crate::engine::{StemRead, Unit};
 use crate::error::{Error, Result};
 use candle_core::{Device, Tensor};
 
@@ -43,18 +43,20 @@ pub(crate) fn next_logits(model: &Transformer, prefix: &Prefix, tokens: &[u32]) 
 }
 
 /// One forward pass over `units`: every unit's prefix, and what `head` reads at each leaf's last
-/// row (`every_row`: at each of its rows), per unit in leaf order. `head` is given the pass's
+/// row (`every_row`: at each of its rows), per unit in leaf order, after the rows of its stem that
+/// `stems[i]` names (`stems` empty: none). `head` is given the pass's
 /// hidden states, the rows to read and the tokens each row reads. A caller keeps the pass within
 /// `opts.pass_tokens`; this does not split it.
 #[allow(clippy::type_complexity)]
 pub(crate) fn run<R>(
     model: &Transformer,
     units: &[Unit<'_>],
+    stems: &[StemRead<'_>],
     opts: PassOptions,
     every_row: bool,
     head: impl FnOnce(&Tensor, &[u32], &[&[u32]]) -> Result<Vec<R>>,
 ) -> Result<(Vec<Prefix>, Vec<Vec<R>>)> {
-    let layout = lay_out(units, opts, every_row, model.cfg.context_length, &model.device)?;
+    let layout = lay_out(units, stems, opts, every_row, model.cfg.context_length, &model.device)?;
     let Layout { segs, read_rows, read_owner, reads, placed, busy } = layout;
     // Per unit: its prefix (the parent until the stem is kept) and what was read.
     let mut out: Vec<(Prefix, Vec<R>)> = units.iter().map(|u| (u.parent.clone(), vec![])).collect();
@@ -126,6 +128,7 @@ struct Layout<'a> {
 /// past `context`).
 fn lay_out<'a>(
     units: &[Unit<'a>],
+    stems: &[StemRead<'a>],
     opts: PassOptions,
     every_row: bool,
     context: usize,
@@ -146,6 +149,20 @@ fn lay_out<'a>(
         }
         seg_tokens.push(tokens);
     }
+    if !stems.is_empty() && stems.len() != units.len() {
+        return Err(Error::Candle(candle_core::Error::Msg(format!(
+            "{} stem reads for {} units: give one per unit, or none",
+            stems.len(),
+            units.len()
+        ))));
+    }
+    if let Some((i, s)) = stems.iter().enumerate().find(|(i, s)| s.rows.iter().any(|&r| r >= units[*i].stem.len())) {
+        return Err(Error::Candle(candle_core::Error::Msg(format!(
+            "unit {i} reads stem rows {:?} of a stem of {} tokens",
+            s.rows,
+            units[i].stem.len()
+        ))));
+    }
     let busy: Vec<usize> = (0..units.len()).filter(|&i| !seg_tokens[i].is_empty()).collect();
     let groups = group(units, &busy, opts.group_units);
     let mut read_rows: Vec<u32> = Vec::new();
@@ -161,6 +178,13 @@ fn lay_out<'a>(
             let u = &units[i];
             placed[i] = (si, tokens.len());
             positions.extend((base..base + u.stem.len()).map(|p| p as u32));
+            if let Some(s) = stems.get(i) {
+                for &r in s.rows {
+                    read_rows.push((offset + tokens.len() + r) as u32);
+                    read_owner.push(i);
+                    reads.push(s.read);
+                }
+            }
             let mut end = offset + tokens.len() + u.stem.len();
             for l in &u.leaves {
                 let at = base + u.stem.len();
@@ -284,7 +308,7 @@ mod tests {
             Unit { parent: &root, stem: &[], leaves: vec![], keep: true },
         ];
         let opts = |group_units| PassOptions { prune_head: false, trim: true, pass_tokens: 64, group_units };
-        let apart = lay_out(&units, opts(false), false, 100, &Device::Cpu).unwrap();
+        let apart = lay_out(&units, &[], opts(false), false, 100, &Device::Cpu).unwrap();
         assert_eq!(apart.busy, vec![0, 1, 2]);
         assert_eq!(
             apart.segs.iter().map(|g| g.tokens.clone()).collect::<Vec<_>>(),
@@ -294,16 +318,24 @@ mod tests {
         assert_eq!((apart.read_rows, apart.read_owner), (vec![2, 4, 6], vec![0, 0, 2]));
         assert_eq!(apart.segs[0].positions, vec![0, 1, 2, 2, 3]);
         assert_eq!(apart.segs[1].positions, vec![2]);
-        let together = lay_out(&units, opts(true), true, 100, &Device::Cpu).unwrap();
+        let together = lay_out(&units, &[], opts(true), true, 100, &Device::Cpu).unwrap();
         assert_eq!(together.segs.len(), 2);
         assert_eq!(together.segs[0].tokens, vec![3, 4, 5, 6, 7, 10]);
         assert_eq!(together.placed[..3], [(0, 0), (1, 0), (0, 5)]);
         // Every row of every leaf when every row is read.
         assert_eq!(together.read_rows, vec![2, 3, 4, 5]);
+        // Stem rows asked: read before the unit's leaves, at the stem's place in the pass.
+        let none = StemRead::default();
+        let stems = [StemRead { rows: &[0, 1], read: &read }, none.clone(), none.clone(), none];
+        let with = lay_out(&units, &stems, opts(true), true, 100, &Device::Cpu).unwrap();
+        assert_eq!((with.read_rows, with.read_owner), (vec![0, 1, 2, 3, 4, 5], vec![0, 0, 0, 0, 0, 2]));
+        let past =
+            [StemRead { rows: &[2], read: &read }, StemRead::default(), StemRead::default(), StemRead::default()];
+        assert!(lay_out(&units, &past, opts(true), true, 100, &Device::Cpu).is_err());
         let seg_lens: Vec<usize> = together.segs.iter().map(|g| g.tokens.len()).collect();
         assert_eq!(kept_stems(&units, &together.busy, &together.placed, &seg_lens), vec![(0, 0, 2), (1, 6, 1)]);
         // The longest leaf counts against the context: the parent, the stem and it.
-        let long = lay_out(&units, opts(true), false, 3, &Device::Cpu).err().map(|e| e.to_string());
+        let long = lay_out(&units, &[], opts(true), false, 3, &Device::Cpu).err().map(|e| e.to_string());
         assert_eq!(long.as_deref(), Some("prompt has 4 tokens but the model's context holds 3; shorten the text"));
     }
 }

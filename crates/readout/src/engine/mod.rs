@@ -40,7 +40,7 @@ pub use options::{
     AttentionPath, CpuKernel, DeviceProfile, FusedKernels, KvCache, LoadOptions, MatmulPath, PassOptions, Precision,
     WeightsMode, DEFAULT_PASS_TOKENS, GPU_PASS_TOKENS,
 };
-pub use read::token_read;
+pub use read::{token_read, token_read_top};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -145,6 +145,17 @@ pub struct TokenRead {
     pub argmax: u32,
     /// Logits of the leaf's `read` tokens, in the order asked.
     pub logits: Vec<f32>,
+    /// The most likely tokens and their logits, highest first (as many as asked; none unless
+    /// asked: [`Engine::pass_rows_with`]).
+    pub top: Vec<(u32, f32)>,
+}
+
+/// Rows of a unit's stem to read in [`Engine::pass_rows_with`]: each a [`TokenRead`] of the
+/// `read` tokens (row `r` predicts the token after the stem's `r`-th).
+#[derive(Debug, Clone, Default)]
+pub struct StemRead<'a> {
+    pub rows: &'a [usize],
+    pub read: &'a [u32],
 }
 
 /// What a unit of [`Engine::pass_rows`] gives back: the parent extended by the stem, and a
@@ -529,16 +540,34 @@ impl Engine {
     /// logits of the leaf's `read` tokens (the log-likelihood of a continuation, each of its
     /// tokens read in the same pass; [`crate::analysis::loglik`]).
     pub fn pass_rows(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<RowsOut>> {
+        self.pass_rows_with(units, &[], 0, opts)
+    }
+
+    /// [`Engine::pass_rows`], reading besides every leaf row the rows of each unit's stem that
+    /// `stems[i]` names (before its leaves' rows in [`RowsOut::rows`]; `stems` empty: none), and
+    /// keeping the `top` most likely tokens of every row read ([`TokenRead::top`]). A stem's
+    /// keys and values are kept as [`Unit::keep`] says, so a prompt is computed once whether its
+    /// rows are read or not (the echo of an OpenAI-style completion, then its generation).
+    pub fn pass_rows_with(
+        &self,
+        units: &[Unit<'_>],
+        stems: &[StemRead<'_>],
+        top: usize,
+        opts: PassOptions,
+    ) -> Result<Vec<RowsOut>> {
         let model = &self.model;
+        device::bind_to_thread(&model.device);
         let (prefixes, rows) = self.pool.install(|| {
-            batch::run(model, units, opts, true, |hidden, rows, reads| read::rows(model, hidden, rows, reads))
+            batch::run(model, units, stems, opts, true, |hidden, rows, reads| {
+                read::rows(model, hidden, rows, reads, top)
+            })
         })?;
         Ok(prefixes.into_iter().zip(rows).map(|(prefix, rows)| RowsOut { prefix, rows }).collect())
     }
 
     fn pass_in_pool(&self, units: &[Unit<'_>], opts: PassOptions) -> Result<Vec<UnitOut>> {
         let model = &self.model;
-        let (prefixes, readouts) = batch::run(model, units, opts, false, |hidden, rows, reads| {
+        let (prefixes, readouts) = batch::run(model, units, &[], opts, false, |hidden, rows, reads| {
             read::letters(model, hidden, rows, reads, opts.prune_head)
         })?;
         Ok(prefixes.into_iter().zip(readouts).map(|(prefix, readouts)| UnitOut { prefix, readouts }).collect())

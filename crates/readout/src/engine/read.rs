@@ -71,11 +71,18 @@ pub(crate) fn letters(
 /// The full next-token distribution at `rows` of `hidden`, reduced to a [`TokenRead`] each
 /// (`reads[i]`: the tokens whose logits row `i` keeps). A few rows at a time, as [`letters`]
 /// does on the CPU: a row is the whole vocabulary in f32.
-pub(crate) fn rows(model: &Transformer, hidden: &Tensor, rows: &[u32], reads: &[&[u32]]) -> Result<Vec<TokenRead>> {
+/// `top`: how many of the most likely tokens each keeps too ([`TokenRead::top`]).
+pub(crate) fn rows(
+    model: &Transformer,
+    hidden: &Tensor,
+    rows: &[u32],
+    reads: &[&[u32]],
+    top: usize,
+) -> Result<Vec<TokenRead>> {
     let mut out = Vec::with_capacity(rows.len());
     for (rows, reads) in rows.chunks(HEAD_ROWS).zip(reads.chunks(HEAD_ROWS)) {
         let logits: Vec<Vec<f32>> = model.head_at(hidden, rows, None)?.to_vec2()?;
-        out.extend(reads.iter().zip(logits).map(|(read, row)| token_read(&row, read)));
+        out.extend(reads.iter().zip(logits).map(|(read, row)| token_read_top(&row, read, top)));
     }
     Ok(out)
 }
@@ -83,6 +90,12 @@ pub(crate) fn rows(model: &Transformer, hidden: &Tensor, rows: &[u32], reads: &[
 /// A row of full-vocabulary logits reduced to a [`TokenRead`]: the log-normaliser summed in
 /// f64, the first maximum, and the logits of `read` (−∞ for an id past the vocabulary).
 pub fn token_read(row: &[f32], read: &[u32]) -> TokenRead {
+    token_read_top(row, read, 0)
+}
+
+/// [`token_read`], keeping the `top` most likely tokens too: highest logit first, the lower id
+/// first among equal logits (so the first is the argmax).
+pub fn token_read_top(row: &[f32], read: &[u32], top: usize) -> TokenRead {
     let (mut argmax, mut best) = (0u32, f32::NEG_INFINITY);
     for (i, &x) in row.iter().enumerate() {
         if x > best {
@@ -92,7 +105,26 @@ pub fn token_read(row: &[f32], read: &[u32]) -> TokenRead {
     let m = best as f64;
     let log_norm = if m.is_finite() { m + row.iter().map(|&x| (x as f64 - m).exp()).sum::<f64>().ln() } else { m };
     let logits = read.iter().map(|&id| row.get(id as usize).copied().unwrap_or(f32::NEG_INFINITY)).collect();
-    TokenRead { log_norm, argmax, logits }
+    TokenRead { log_norm, argmax, logits, top: most_likely(row, top) }
+}
+
+/// The `k` largest entries of `row` as `(index, value)`, largest first, the lower index first
+/// among equals: one pass, a sorted run of at most `k` kept (k is small: at most 20 asked).
+fn most_likely(row: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut best: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
+    if k == 0 {
+        return best;
+    }
+    for (i, &x) in row.iter().enumerate() {
+        if best.len() == k && (x <= best[k - 1].1 || x.is_nan()) {
+            continue;
+        }
+        // After every kept entry of at least this value: earlier indices stay first on a tie.
+        let at = best.partition_point(|&(_, y)| y >= x);
+        best.insert(at, (i as u32, x));
+        best.truncate(k);
+    }
+    best
 }
 
 /// Rows of full-vocabulary logits computed at once on the CPU ([`letters`]). A row's
@@ -111,5 +143,17 @@ mod tests {
         assert!((r.log_norm - 5f64.ln()).abs() < 1e-6, "{}", r.log_norm);
         assert_eq!(r.argmax, 1);
         assert_eq!(r.logits, vec![2f32.ln(), 0.0, f32::NEG_INFINITY]);
+        assert!(r.top.is_empty());
+    }
+
+    #[test]
+    fn the_most_likely_tokens_come_highest_first_and_ties_by_index() {
+        let row = [0.5f32, 3.0, -1.0, 3.0, 2.0, f32::NEG_INFINITY];
+        assert_eq!(most_likely(&row, 3), vec![(1, 3.0), (3, 3.0), (4, 2.0)]);
+        assert_eq!(most_likely(&row, 1), vec![(1, 3.0)]);
+        // More asked than there are tokens: all of them, in order.
+        let all = most_likely(&row[..3], 5);
+        assert_eq!(all, vec![(1, 3.0), (0, 0.5), (2, -1.0)]);
+        assert_eq!(token_read_top(&row, &[], 2).top, vec![(1, 3.0), (3, 3.0)]);
     }
 }

@@ -33,6 +33,7 @@ impl Message {
 pub struct ChatTemplate {
     env: Environment<'static>,
     source_path: PathBuf,
+    source: String,
     bos: String,
     eos: String,
 }
@@ -54,6 +55,7 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             env,
             source_path: path.to_path_buf(),
+            source: chosen.source.clone(),
             bos: bos.unwrap_or_default(),
             eos: eos.unwrap_or_default(),
         })
@@ -70,6 +72,11 @@ impl ChatTemplate {
             eos_token => self.eos,
         })
         .map_err(|e| self.err(e))
+    }
+
+    /// The template's Jinja source (what a client renders the same chats with).
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     fn err(&self, e: minijinja::Error) -> Error {

@@ -25,6 +25,19 @@ pub struct Tokenizer {
     path: PathBuf,
     /// Prepend this id to every prompt (GGUF `add_bos_token`), unless the prompt starts with it.
     bos: Option<u32>,
+    /// How a vocabulary entry spells its bytes.
+    spelling: Spelling,
+}
+
+/// How a vocabulary entry's string spells the bytes of its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    /// GPT-2's byte-level alphabet: each byte one printable character.
+    ByteLevel,
+    /// SentencePiece: `▁` for a space, `<0xNN>` for a byte outside the vocabulary.
+    SentencePiece,
+    /// A tokenizer.json of another kind: the entry decoded alone.
+    Decoded,
 }
 
 // llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), by `tokenizer.ggml.pre`.
@@ -37,7 +50,7 @@ impl Tokenizer {
     pub fn from_json_file(path: &Path) -> Result<Self> {
         let inner = tokenizers::Tokenizer::from_file(path)
             .map_err(|e| Error::Tokenizer { path: path.to_path_buf(), detail: e.to_string() })?;
-        Ok(Tokenizer { inner, path: path.to_path_buf(), bos: None })
+        Ok(Tokenizer { inner, path: path.to_path_buf(), bos: None, spelling: Spelling::Decoded })
     }
 
     /// Build the tokenizer llama.cpp would use for this GGUF vocabulary.
@@ -97,7 +110,7 @@ impl Tokenizer {
             .map_err(|e| err(format!("building BPE from metadata: {e}")))?;
         // llama.cpp adds no BOS to a byte-level vocabulary unless the file says so.
         let bos = if v.add_bos.unwrap_or(false) { v.bos_id } else { None };
-        Ok(Tokenizer { inner, path: path.to_path_buf(), bos })
+        Ok(Tokenizer { inner, path: path.to_path_buf(), bos, spelling: Spelling::ByteLevel })
     }
 
     /// llama.cpp's SentencePiece tokenizer (`llm_tokenizer_spm`) as a `tokenizers` BPE.
@@ -155,22 +168,65 @@ impl Tokenizer {
             .collect();
         inner.add_special_tokens(&whole);
         let bos = if v.add_bos.unwrap_or(true) { Some(v.bos_id.unwrap_or(1)) } else { None };
-        Ok(Tokenizer { inner, path: path.to_path_buf(), bos })
+        Ok(Tokenizer { inner, path: path.to_path_buf(), bos, spelling: Spelling::SentencePiece })
     }
 
-    /// Token ids of `text`, special tokens matched, no post-processing.
+    /// Token ids of `text`, special tokens matched, the BOS token first when the model wants it.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .inner
-            .encode_fast(text, false)
-            .map_err(|e| Error::Tokenizer { path: self.path.clone(), detail: format!("encoding failed: {e}") })?;
-        let mut ids = enc.get_ids().to_vec();
+        let mut ids = self.encode_plain(text)?;
         if let Some(b) = self.bos {
             if ids.first() != Some(&b) {
                 ids.insert(0, b);
             }
         }
         Ok(ids)
+    }
+
+    /// Token ids of `text`, special tokens matched, no BOS token added (a continuation's tokens).
+    pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>> {
+        let enc = self
+            .inner
+            .encode_fast(text, false)
+            .map_err(|e| Error::Tokenizer { path: self.path.clone(), detail: format!("encoding failed: {e}") })?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// The BOS token's text, when the model puts one before every prompt.
+    pub fn bos_token(&self) -> Option<String> {
+        self.bos.and_then(|b| self.inner.id_to_token(b))
+    }
+
+    /// The bytes of token `id`'s text (a byte-level token may hold part of a character);
+    /// empty for an id outside the vocabulary.
+    pub fn token_bytes(&self, id: u32) -> Vec<u8> {
+        let Some(entry) = self.inner.id_to_token(id) else { return Vec::new() };
+        let special = self.inner.get_added_tokens_decoder().get(&id).is_some_and(|t| t.special);
+        if special {
+            return entry.into_bytes();
+        }
+        match self.spelling {
+            Spelling::ByteLevel => entry
+                .chars()
+                .flat_map(|c| byte_of_char(c).map_or_else(|| c.to_string().into_bytes(), |b| vec![b]))
+                .collect(),
+            Spelling::SentencePiece => match spm_byte(&entry) {
+                Some(b) => vec![b],
+                None => entry.replace('▁', " ").into_bytes(),
+            },
+            Spelling::Decoded => self.decode(&[id]).unwrap_or_default().into_bytes(),
+        }
+    }
+
+    /// Token `id`'s text, a part of a character written as `bytes:\xNN` (as OpenAI does).
+    pub fn token_text(&self, id: u32) -> String {
+        let bytes = self.token_bytes(id);
+        match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => e.into_bytes().iter().fold(String::from("bytes:"), |mut s, b| {
+                s.push_str(&format!("\\x{b:02x}"));
+                s
+            }),
+        }
     }
 
     /// Text of `ids`, special tokens kept.
@@ -264,8 +320,42 @@ fn split_then_bytes(re: &str) -> serde_json::Value {
         {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]})
 }
 
+/// The byte GPT-2's byte-level alphabet spells as `c` (bytes that print stand for themselves;
+/// the others were moved to 256 and up, in order).
+fn byte_of_char(c: char) -> Option<u8> {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let code = c as u32;
+    if code < 256 && printable(code) {
+        return Some(code as u8);
+    }
+    let k = code.checked_sub(256)?;
+    (0u32..256).filter(|&b| !printable(b)).nth(k as usize).map(|b| b as u8)
+}
+
+/// A SentencePiece byte token `<0xNN>`'s byte.
+fn spm_byte(entry: &str) -> Option<u8> {
+    let hex = entry.strip_prefix("<0x")?.strip_suffix('>')?;
+    if hex.len() != 2 {
+        return None;
+    }
+    u8::from_str_radix(hex, 16).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn byte_level_characters_spell_their_bytes() {
+        // Printable bytes stand for themselves; 0..=32 moved to U+0100..=U+0120 in order.
+        assert_eq!(super::byte_of_char('a'), Some(b'a'));
+        assert_eq!(super::byte_of_char('\u{120}'), Some(b' ')); // Ġ
+        assert_eq!(super::byte_of_char('\u{10a}'), Some(b'\n')); // Ċ
+        assert_eq!(super::byte_of_char('\u{100}'), Some(0));
+        assert_eq!(super::byte_of_char('\u{121}'), Some(127)); // after the 33 below the space
+        assert_eq!(super::byte_of_char('\u{4e00}'), None);
+        assert_eq!(super::spm_byte("<0x0A>"), Some(10));
+        assert_eq!(super::spm_byte("<0x0>"), None);
+    }
+
     use super::*;
 
     /// A tiny SentencePiece vocabulary: unknown, BOS, EOS, the 256 byte tokens (`<0xXX>` is id

@@ -391,21 +391,26 @@ pub(crate) fn json_reason(e: &serde_json::Error) -> String {
 }
 
 /// A key given twice in one JSON object, which serde_json would silently reduce to the last.
-pub(crate) struct DuplicateKey {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// The 1-based line of the second one.
     pub line: usize,
     /// Where the object is (`questions.topic.criteria`), or `(json)` at the top level.
     pub field: String,
+    /// The key given twice.
     pub key: String,
 }
 
 impl DuplicateKey {
-    pub(crate) fn reason(&self) -> String {
+    /// What is wrong and what to do, without where (the caller names the field its own way).
+    pub fn reason(&self) -> String {
         format!("key `{}` is given twice; JSON would keep only the last, so give each key once", self.key)
     }
 }
 
-/// The first key given twice in one object of `text`, which must be valid JSON.
-pub(crate) fn duplicate_key(text: &str) -> Option<DuplicateKey> {
+/// The first key given twice in one object of `text`, which must be valid JSON (`None` when it
+/// is not). Every JSON a user gives is checked with it: serde_json would keep the last silently.
+pub fn duplicate_key(text: &str) -> Option<DuplicateKey> {
     use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
     use std::cell::RefCell;
     type Found = RefCell<Option<(String, String)>>;

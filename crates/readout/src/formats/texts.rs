@@ -1,8 +1,13 @@
 //! Texts to score, read from the formats people keep them in: JSON Lines (each line a string or
-//! an object with `text` and an optional `id`) and CSV (a header with a `text` column and an
-//! optional `id` column). Here rather than in a shell so that every shell (the CLI's files and
-//! standard input, the MCP tool's and the server's JSON) reads a text one way and names the line
-//! of a bad one the same way.
+//! an object with `text` and an optional `id`), CSV (a header with a `text` column and an
+//! optional `id` column) and plain lines (one text a line, as a shell user pipes them). Here
+//! rather than in a shell so that every shell (the CLI's files and standard input, the MCP tool's
+//! and the server's JSON) reads a text one way and names the line of a bad one the same way.
+//!
+//! When no format is given, a file's name chooses it (`*.csv`, `*.jsonl`, `*.json`); any other
+//! name, and standard input, is chosen by its content: JSON Lines when the first non-empty line is
+//! a JSON object or string (or opens with `{`, so that a broken object is refused by its line
+//! rather than scored as text), plain lines otherwise.
 
 use crate::error::{Error, Result};
 use std::io::{BufRead, Read};
@@ -23,18 +28,63 @@ pub enum TextsFormat {
     /// Comma-separated values with a header: a `text` (or `state`) column, an optional `id`
     /// column; other columns are ignored.
     Csv,
+    /// Plain text, one text a line (a trailing `\r` dropped); blank lines are skipped.
+    Lines,
 }
 
-option_names!(TextsFormat, "texts format", "jsonl or csv", { JsonLines => "jsonl", Csv => "csv" });
+option_names!(TextsFormat, "texts format", "jsonl, csv or lines", {
+    JsonLines => "jsonl",
+    Csv => "csv",
+    Lines => "lines",
+});
 
 impl TextsFormat {
-    /// The format a file's name says: `.csv` (any case) is CSV, anything else JSON Lines.
-    pub fn of_path(path: &Path) -> TextsFormat {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some(e) if e.eq_ignore_ascii_case("csv") => TextsFormat::Csv,
-            _ => TextsFormat::JsonLines,
+    /// The format a file's name says, if it says one: `.csv` is CSV, `.jsonl` and `.json` JSON
+    /// Lines (any case). Other names, and standard input, say none: see [`TextsFormat::sniff`].
+    pub fn of_name(path: &Path) -> Option<TextsFormat> {
+        let ext = path.extension().and_then(|e| e.to_str())?;
+        if ext.eq_ignore_ascii_case("csv") {
+            Some(TextsFormat::Csv)
+        } else if ext.eq_ignore_ascii_case("jsonl") || ext.eq_ignore_ascii_case("json") {
+            Some(TextsFormat::JsonLines)
+        } else {
+            None
         }
     }
+
+    /// The format `body`'s first non-empty line says: JSON Lines when it is a JSON object or
+    /// string, or opens with `{` (an object with a mistake, for the JSON Lines reader to name);
+    /// plain lines otherwise (and for an empty body).
+    pub fn sniff(body: &[u8]) -> TextsFormat {
+        let body = body.strip_prefix("\u{feff}".as_bytes()).unwrap_or(body);
+        let first = body.split(|&b| b == b'\n').map(|l| l.trim_ascii()).find(|l| !l.is_empty());
+        let Some(first) = first else { return TextsFormat::Lines };
+        let json = first.starts_with(b"{") || matches!(serde_json::from_slice(first), Ok(serde_json::Value::String(_)));
+        if json {
+            TextsFormat::JsonLines
+        } else {
+            TextsFormat::Lines
+        }
+    }
+}
+
+/// What settled the format texts were read in, for a shell to tell its user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChosenBy {
+    /// The caller gave it (`--texts-format`).
+    Given,
+    /// The file's name ([`TextsFormat::of_name`]).
+    Name,
+    /// The content's first non-empty line ([`TextsFormat::sniff`]).
+    Content,
+}
+
+/// Texts read, with the format they were read in and what chose it.
+#[derive(Debug, Clone)]
+pub struct TextsRead {
+    pub texts: Vec<Text>,
+    pub format: TextsFormat,
+    pub chosen_by: ChosenBy,
 }
 
 /// Read every text from `reader` in `format`; `source` only names where they came from in errors
@@ -43,7 +93,28 @@ pub fn read_texts(reader: impl Read, source: &Path, format: TextsFormat) -> Resu
     match format {
         TextsFormat::JsonLines => read_json_lines(reader, source),
         TextsFormat::Csv => read_csv(reader, source),
+        TextsFormat::Lines => read_lines(reader, source),
     }
+}
+
+/// Read every text from `reader` in `given` when it is given, else in the format `source`'s name
+/// says, else in the one its content says. `reader` is read once (standard input cannot be read
+/// twice): to choose by content the whole input is read first, then parsed from memory.
+pub fn read_texts_choosing(mut reader: impl Read, source: &Path, given: Option<TextsFormat>) -> Result<TextsRead> {
+    let (format, chosen_by) = match given {
+        Some(f) => (f, ChosenBy::Given),
+        None => match TextsFormat::of_name(source) {
+            Some(f) => (f, ChosenBy::Name),
+            None => {
+                let mut body = Vec::new();
+                reader.read_to_end(&mut body).map_err(|e| Error::io(source, e))?;
+                let format = TextsFormat::sniff(&body);
+                let texts = read_texts(body.as_slice(), source, format)?;
+                return Ok(TextsRead { texts, format, chosen_by: ChosenBy::Content });
+            }
+        },
+    };
+    Ok(TextsRead { texts: read_texts(reader, source, format)?, format, chosen_by })
 }
 
 /// A text given as JSON: a string, or an object with `text` (or `state`) and an optional `id`
@@ -79,6 +150,25 @@ fn read_json_lines(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
         }
         let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| bad("text", format!("not JSON: {e}")))?;
         out.push(text_from_json(v).map_err(|r| bad("text", r))?);
+    }
+    Ok(out)
+}
+
+fn read_lines(reader: impl Read, source: &Path) -> Result<Vec<Text>> {
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(reader).lines().enumerate() {
+        let line = line.map_err(|e| Error::BadInput {
+            path: source.to_path_buf(),
+            line: i + 1,
+            field: "(utf-8)".into(),
+            reason: format!("not valid UTF-8 text ({e}); save the file as UTF-8"),
+        })?;
+        let line = if i == 0 { line.strip_prefix('\u{feff}').unwrap_or(&line) } else { &line };
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(Text { id: None, text: line.to_string() });
     }
     Ok(out)
 }
@@ -234,10 +324,72 @@ mod tests {
 
     #[test]
     fn format_from_the_file_name() {
-        assert_eq!(TextsFormat::of_path(Path::new("a/b.CSV")), TextsFormat::Csv);
-        assert_eq!(TextsFormat::of_path(Path::new("a/b.jsonl")), TextsFormat::JsonLines);
-        assert_eq!(TextsFormat::of_path(Path::new("-")), TextsFormat::JsonLines);
+        assert_eq!(TextsFormat::of_name(Path::new("a/b.CSV")), Some(TextsFormat::Csv));
+        assert_eq!(TextsFormat::of_name(Path::new("a/b.jsonl")), Some(TextsFormat::JsonLines));
+        assert_eq!(TextsFormat::of_name(Path::new("a/b.Json")), Some(TextsFormat::JsonLines));
+        for unnamed in ["-", "(standard input)", "a/notes.txt", "a/texts"] {
+            assert_eq!(TextsFormat::of_name(Path::new(unnamed)), None, "{unnamed}");
+        }
         assert_eq!("csv".parse::<TextsFormat>(), Ok(TextsFormat::Csv));
-        assert!("tsv".parse::<TextsFormat>().is_err());
+        assert_eq!("lines".parse::<TextsFormat>(), Ok(TextsFormat::Lines));
+        assert_eq!(TextsFormat::Lines.as_str(), "lines");
+        assert!("tsv".parse::<TextsFormat>().unwrap_err().contains("jsonl, csv or lines"));
+    }
+
+    #[test]
+    fn lines_are_one_text_each_without_ids_blank_ones_skipped() {
+        let body = "\u{feff}I was charged twice.\r\n\n   \nThe app crashes, \"again\".\r\n{not json\nlast\r";
+        let t = read(body, TextsFormat::Lines).unwrap();
+        let got: Vec<(Option<&str>, &str)> = t.iter().map(|t| (t.id.as_deref(), t.text.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (None, "I was charged twice."),
+                (None, "The app crashes, \"again\"."),
+                (None, "{not json"),
+                (None, "last")
+            ]
+        );
+        assert!(read("", TextsFormat::Lines).unwrap().is_empty());
+        // A line that is not UTF-8 is named.
+        let e = read_texts(&b"fine\n\xff\xfe\n"[..], Path::new("in"), TextsFormat::Lines).unwrap_err();
+        assert_eq!(line_of(e), (2, "(utf-8)".into()));
+    }
+
+    #[test]
+    fn the_first_non_empty_line_chooses_between_json_lines_and_lines() {
+        let sniff = |body: &str| TextsFormat::sniff(body.as_bytes());
+        assert_eq!(sniff("I was charged twice.\nThe app crashes.\n"), TextsFormat::Lines);
+        assert_eq!(sniff("\n  \n{\"text\": \"a\"}\nplain\n"), TextsFormat::JsonLines);
+        assert_eq!(sniff("\u{feff}\"a\"\r\n\"b\"\r\n"), TextsFormat::JsonLines);
+        // An object with a mistake is JSON Lines, for its reader to refuse by line.
+        assert_eq!(sniff("{\"text\": \"a\",}\n"), TextsFormat::JsonLines);
+        // JSON that cannot be a text, and text that merely quotes, are lines.
+        for lines in ["42\n", "[1, 2]\n", "\"Hi,\" she said.\n", "true\n", ""] {
+            assert_eq!(sniff(lines), TextsFormat::Lines, "{lines:?}");
+        }
+    }
+
+    #[test]
+    fn the_format_is_given_or_named_or_sniffed_from_one_read() {
+        let choose = |body: &str, name: &str, given| read_texts_choosing(body.as_bytes(), Path::new(name), given);
+        let plain = "I was charged twice.\nThe app crashes when I open it.\n";
+        let r = choose(plain, "(standard input)", None).unwrap();
+        assert_eq!((r.format, r.chosen_by, r.texts.len()), (TextsFormat::Lines, ChosenBy::Content, 2));
+        assert_eq!(r.texts[1].text, "The app crashes when I open it.");
+        let r = choose("{\"id\": \"t1\", \"text\": \"a\"}\n", "notes.txt", None).unwrap();
+        assert_eq!(
+            (r.format, r.chosen_by, r.texts[0].id.as_deref()),
+            (TextsFormat::JsonLines, ChosenBy::Content, Some("t1"))
+        );
+        // A name or a given format is kept, and JSON Lines still refuses plain text.
+        for (name, given) in [("t.jsonl", None), ("-", Some(TextsFormat::JsonLines))] {
+            let (line, field) = line_of(choose(plain, name, given).unwrap_err());
+            assert_eq!((line, field.as_str()), (1, "text"), "{name}");
+        }
+        let r = choose("text\nhello\n", "t.csv", None).unwrap();
+        assert_eq!((r.format, r.chosen_by, r.texts.len()), (TextsFormat::Csv, ChosenBy::Name, 1));
+        let r = choose("{\"text\": \"a\"}\n", "-", Some(TextsFormat::Lines)).unwrap();
+        assert_eq!((r.chosen_by, r.texts[0].text.as_str()), (ChosenBy::Given, "{\"text\": \"a\"}"));
     }
 }

@@ -8,7 +8,7 @@ use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::error::{Error, Result};
 use crate::formats::calibration::{Calibration, CalibrationFile};
-use crate::formats::rubric::Rubric;
+use crate::formats::rubric::{duplicate_key, json_type, Rubric};
 use crate::formats::texts::Text;
 use crate::truncate::Truncate;
 use serde::Deserialize;
@@ -98,13 +98,37 @@ fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Error {
 }
 
 impl ScoreRequest {
-    /// Read a request from JSON; a wrong body names the field at fault where serde does.
+    /// Read a request from JSON; a wrong body names the field at fault: the field of the wrong
+    /// type, the unknown field, or the object giving a key twice (refused as a rubric file is,
+    /// since JSON would keep only the last).
     pub fn from_json(bytes: &[u8]) -> Result<ScoreRequest> {
-        serde_json::from_slice(bytes).map_err(|e| {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            invalid(
+                "(body)",
+                format!("the body is not UTF-8 text (a bad byte at {}); send JSON as UTF-8", e.valid_up_to()),
+            )
+        })?;
+        if let Some(d) = duplicate_key(text) {
+            let field = if d.field == "(json)" { "(body)".to_string() } else { d.field.clone() };
+            return Err(invalid(field.clone(), format!("{field}: {}", d.reason())));
+        }
+        let not_a_request =
+            |field: String, e: serde_json::Error| invalid(field, format!("the body is not a score request: {e}"));
+        let mut de = serde_json::Deserializer::from_str(text);
+        let request = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let e = e.into_inner();
+            // An unknown field is named by serde's message; a field of the wrong type by its path.
             let msg = e.to_string();
-            let field = msg.split('`').nth(1).filter(|_| msg.contains("field")).unwrap_or("(body)").to_string();
-            invalid(field, format!("the body is not a score request: {msg}"))
-        })
+            let field = match msg.split('`').nth(1).filter(|_| msg.starts_with("unknown field")) {
+                Some(f) => f.to_string(),
+                None if path != "." && !path.is_empty() => path,
+                None => "(body)".to_string(),
+            };
+            not_a_request(field, e)
+        })?;
+        de.end().map_err(|e| not_a_request("(body)".into(), e))?;
+        Ok(request)
     }
 
     /// Check every field and make the job. A wrong rubric is the rubric's error
@@ -152,7 +176,15 @@ impl ScoreRequest {
             (Some(serde_json::Value::String(_)), None) => {
                 return Err(invalid("rubric", "this server reads no files: give the rubric as an object"))
             }
-            (Some(r), None) => (r.clone(), "rubric"),
+            (Some(r @ serde_json::Value::Object(_)), None) => (r.clone(), "rubric"),
+            (Some(other), None) => {
+                let what = if policy.paths {
+                    "a rubric object with `questions`, or the path of a rubric file (a string)"
+                } else {
+                    "a rubric object with `questions`"
+                };
+                return Err(invalid("rubric", format!("must be {what}, not {}", json_type(other))));
+            }
             (None, Some(q)) => (serde_json::json!({ "name": "inline", "questions": q }), "questions"),
             (Some(_), Some(_)) => return Err(invalid("rubric", "give `rubric` or `questions`, not both")),
             (None, None) => return Err(invalid("rubric", "missing: give `rubric` (a rubric object) or `questions`")),
@@ -258,6 +290,10 @@ mod tests {
             (json!({"questions": q, "texts": ["a"], "colour": 1}), "colour"),
             (json!({"questions": {"topic": {"type": "choice", "instructions": "x"}}, "texts": ["a"]}), "topic"),
             (json!({"rubric": {"questions": {"topic": {"type": "colour"}}}, "texts": ["a"]}), "rubric.questions.topic"),
+            (json!({"rubric": 5, "texts": ["a"]}), "rubric"),
+            (json!({"questions": q, "texts": 5}), "texts"),
+            (json!({"questions": q, "texts": ["a"], "truncate_middle": "yes"}), "truncate_middle"),
+            (json!({"questions": q, "texts": ["a"], "debias": 3}), "debias"),
         ];
         let e = request(json!({"questions": q, "texts": ["a"], "debias": "sideways"})).unwrap_err();
         assert!(matches!(&e, Error::Config(m) if m.contains("sideways")), "{e:?}");
@@ -265,6 +301,21 @@ mod tests {
             let got = field(request(body.clone()).unwrap_err());
             assert!(got.contains(want), "{body}: field {got}, expected {want}");
         }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_naming_it() {
+        let body = r#"{"questions": {"topic": {"type": "choice", "instructions": "Which?",
+            "criteria": {"a": "A", "a": "B", "b": "C"}}}, "texts": ["x"]}"#;
+        let e = ScoreRequest::from_json(body.as_bytes()).unwrap_err();
+        assert_eq!(field_of(&e).as_deref(), Some("questions.topic.criteria"));
+        assert!(e.to_string().contains("key `a` is given twice"), "{e}");
+        let e = ScoreRequest::from_json(br#"{"texts": ["x"], "texts": ["y"]}"#).unwrap_err();
+        assert_eq!(field(e), "(body)");
+        let e = ScoreRequest::from_json(b"{\"texts\": [\"caf\xe9\"]}").unwrap_err();
+        assert_eq!(field(e), "(body)");
+        let e = ScoreRequest::from_json(br#"{"texts": ["x"]} {}"#).unwrap_err();
+        assert_eq!(field(e), "(body)");
     }
 
     #[test]

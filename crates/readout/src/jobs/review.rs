@@ -593,8 +593,7 @@ impl Review {
         let results = crate::jobs::answers::read_jsonl(&bytes, answers_path)?;
         let rubric = crate::formats::rubric::Rubric::load(rubric_path)?;
         let f = std::fs::File::open(texts_path).map_err(|e| Error::io(texts_path, e))?;
-        let texts =
-            crate::formats::texts::read_texts(f, texts_path, crate::formats::texts::TextsFormat::of_path(texts_path))?;
+        let texts = crate::formats::texts::read_texts_choosing(f, texts_path, None)?.texts;
         if texts.len() != results.len() {
             return Err(Error::Config(format!(
                 "{} holds {} texts but {} holds answers for {}; give the texts that were scored",

@@ -133,11 +133,16 @@ pub fn score_texts(
     let planned = plan::plan(engine, &job, &config)?;
     let total = texts.len() - skip.iter().filter(|&&t| t < texts.len()).count();
     let mut done = 0;
-    let mut out =
-        execute_requests(engine, &config, vec![Planning { rubric, texts, job, planned, skip }], &mut |_, r| {
+    let mut out = execute_requests(
+        engine,
+        &config,
+        vec![Planning { rubric, texts, job, planned, skip }],
+        &mut |_, r| {
             done += 1;
             on_text(r, done, total)
-        })?;
+        },
+        &|| true,
+    )?;
     Ok(out.pop().unwrap_or_default())
 }
 
@@ -157,7 +162,8 @@ pub struct Request<'a> {
 /// Returns one result per request, in order: a request that cannot be planned (a text too long
 /// for the context) gets its error and the others are scored; an error of the engine fails them
 /// all. `on_text(request, result)` is called as each text is decided (a request is complete
-/// when its last text is); returning false stops the batch after the current pass. PriDe
+/// when its last text is); returning false stops the batch after the current pass, and so does
+/// `go_on` answering false when asked after a pass (every client gone, say). PriDe
 /// estimates its prior from a sample of the request's own rows, and batch calibration from all of
 /// them, so under `--debias pride` or `batch` the requests are scored one after another.
 pub fn score_requests(
@@ -165,6 +171,7 @@ pub fn score_requests(
     requests: &[Request<'_>],
     config: &RunConfig,
     on_text: &mut dyn FnMut(usize, &TextResult) -> bool,
+    go_on: &dyn Fn() -> bool,
 ) -> Result<Vec<Result<Vec<TextResult>>>> {
     check_config(config)?;
     let config = config.clone().resolve(engine);
@@ -195,7 +202,10 @@ pub fn score_requests(
     }
     for batch in batches {
         let (which, plannings): (Vec<usize>, Vec<Planning<'_>>) = batch.into_iter().unzip();
-        let results = execute_requests(engine, &config, plannings, &mut |k, r| on_text(which[k], r))?;
+        if !go_on() {
+            break;
+        }
+        let results = execute_requests(engine, &config, plannings, &mut |k, r| on_text(which[k], r), go_on)?;
         for (k, r) in which.into_iter().zip(results) {
             out[k] = Some(Ok(r));
         }
@@ -229,6 +239,7 @@ fn execute_requests(
     config: &RunConfig,
     plannings: Vec<Planning<'_>>,
     on_text: &mut dyn FnMut(usize, &TextResult) -> bool,
+    go_on: &dyn Fn() -> bool,
 ) -> Result<Vec<Vec<TextResult>>> {
     // All requests' prompts as one job's: rows numbered on from request to request.
     let mut merged = Planned { prompts: vec![], row_orderings: vec![], pride_sample: vec![], cuts: HashMap::new() };
@@ -269,6 +280,7 @@ fn execute_requests(
         &done_rows,
         serde_json::json!({}),
         &mut |finished, _| {
+            let still = go_on;
             let mut go_on = true;
             for (ri, c) in finished {
                 let (k, ti, ci) = row_at[ri];
@@ -283,7 +295,7 @@ fn execute_requests(
                     results[k].insert(ti, r);
                 }
             }
-            Ok(go_on)
+            Ok(go_on && still())
         },
     )?;
     Ok(results.into_iter().map(|r| r.into_values().collect()).collect())
