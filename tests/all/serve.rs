@@ -568,3 +568,148 @@ fn serve_times_beyond_a_day_are_refused_before_the_model_loads() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The OpenAI-compatible routes: lm-evaluation-harness's `local-completions` request (token-id
+/// prompts sharing a prefix, echo, one token, logprobs) answered with what the library's
+/// log-likelihood tree computes (the harness's own Readout backend); vLLM's tokenizer routes agreeing with the tokenizer.
+#[test]
+fn openai_completions_give_the_log_likelihood_tree_s_numbers() {
+    let server = Server::start(&[]);
+    let engine = common::default_engine();
+    let tok = engine.tokenizer();
+    let shots = tok.encode_plain("Question: Is water wet?\nAnswer: yes\n\nQuestion: Is fire cold?\nAnswer:").unwrap();
+    let prompts: Vec<Vec<u32>> = [" no", " yes", " maybe not"]
+        .iter()
+        .map(|c| shots.iter().copied().chain(tok.encode_plain(c).unwrap()).collect())
+        .collect();
+    let body = json!({"model": "judge", "prompt": prompts, "temperature": 0, "max_tokens": 1, "logprobs": 1, "echo": true, "seed": 1234});
+    let a = call("POST", &server.url("/v1/completions"), None, Some(&body.to_string()));
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["object"], "text_completion");
+    // What lm-evaluation-harness's own Readout backend computes: the log-likelihood tree.
+    let conts: Vec<Vec<u32>> = prompts.iter().map(|p| p[shots.len()..].to_vec()).collect();
+    let ll: Vec<readout::analysis::loglik::Request> = conts
+        .iter()
+        .map(|c| readout::analysis::loglik::Request { context: shots.clone(), continuation: c.clone() })
+        .collect();
+    let (want, _) = readout::analysis::loglik::loglikelihood(&engine, &ll, engine.pass_defaults()).unwrap();
+    let choices = a.body["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 3);
+    for (i, (c, want)) in choices.iter().zip(&want).enumerate() {
+        assert_eq!(c["index"], i);
+        let lp = &c["logprobs"];
+        let got: Vec<Option<f64>> = lp["token_logprobs"].as_array().unwrap().iter().map(Value::as_f64).collect();
+        // The prompt's tokens, then the one generated token.
+        assert_eq!(got.len(), prompts[i].len() + 1, "{lp}");
+        assert_eq!(got[0], None, "nothing comes before the first token");
+        assert!(got[1..].iter().all(Option::is_some));
+        // lm-evaluation-harness reads `token_logprobs[ctxlen:-1]` and `top_logprobs[ctxlen:-1]`.
+        let tail = shots.len()..prompts[i].len();
+        let sum: f64 = got[tail.clone()].iter().map(|g| g.unwrap()).sum();
+        assert!((sum - want.logprob).abs() < 1e-4, "prompt {i}: {sum} vs {}", want.logprob);
+        let tops = lp["top_logprobs"].as_array().unwrap();
+        assert!(tops[0].is_null() && tops[1..].iter().all(|t| t.as_object().is_some_and(|m| m.len() == 1)));
+        let greedy = tail.clone().all(|k| {
+            let best = tops[k].as_object().unwrap().values().filter_map(Value::as_f64).fold(f64::MIN, f64::max);
+            got[k].unwrap() >= best
+        });
+        assert_eq!(greedy, want.greedy, "prompt {i}");
+        assert_eq!(lp["tokens"].as_array().unwrap().len(), got.len());
+        assert_eq!(lp["text_offset"][0], 0);
+    }
+    assert_eq!(a.body["usage"]["prompt_tokens"], prompts.iter().map(Vec::len).sum::<usize>());
+    assert_eq!(a.body["usage"]["completion_tokens"], 3);
+
+    // lm-evaluation-harness's remote tokenizer: the end-of-turn token by its text, no BOS added.
+    let info = call("GET", &server.url("/tokenizer_info"), None, None);
+    let eos = info.body["eos_token"].as_str().expect("an eos_token").to_string();
+    assert!(info.body["chat_template"].as_str().is_some_and(|t| t.contains("messages")));
+    let t = call(
+        "POST",
+        &server.url("/tokenize"),
+        None,
+        Some(&json!({"prompt": eos, "add_special_tokens": false}).to_string()),
+    );
+    assert_eq!(t.body["tokens"].as_array().unwrap().len(), 1, "{}", t.body);
+    let t = call(
+        "POST",
+        &server.url("/tokenize"),
+        None,
+        Some(&json!({"prompt": "Is fire cold?", "add_special_tokens": false}).to_string()),
+    );
+    let ids: Vec<u32> = t.body["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+    assert_eq!(ids, tok.encode_plain("Is fire cold?").unwrap());
+    let d = call("POST", &server.url("/detokenize"), None, Some(&json!({"tokens": ids}).to_string()));
+    assert_eq!(d.body["prompt"], "Is fire cold?");
+}
+
+/// A chat with `logprobs` and `top_logprobs`: greedy (the chosen token the first alternative),
+/// the same reply streamed, and what Readout does not do refused in OpenAI's error shape.
+#[test]
+fn openai_chat_gives_top_logprobs_and_streams_the_same_reply() {
+    let server = Server::start(&[]);
+    let chat = |extra: Value| {
+        let mut body = json!({"model": "judge", "messages": [
+            {"role": "system", "content": "Answer with one word."},
+            {"role": "user", "content": [{"type": "text", "text": "Is the sky blue? Yes or No?"}]}],
+            "max_tokens": 6});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body.to_string()
+    };
+    let a = call(
+        "POST",
+        &server.url("/v1/chat/completions"),
+        None,
+        Some(&chat(json!({"logprobs": true, "top_logprobs": 5}))),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let choice = &a.body["choices"][0];
+    assert_eq!(choice["message"]["role"], "assistant");
+    let reply = choice["message"]["content"].as_str().unwrap().to_string();
+    let content = choice["logprobs"]["content"].as_array().unwrap();
+    assert!(!content.is_empty() && content.len() <= 6);
+    for t in content {
+        let top = t["top_logprobs"].as_array().unwrap();
+        assert_eq!(top.len(), 5);
+        assert_eq!(top[0]["token"], t["token"], "greedy: the chosen token is the most likely");
+        assert!(top.windows(2).all(|w| w[0]["logprob"].as_f64() >= w[1]["logprob"].as_f64()));
+        let bytes: Vec<u8> = t["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+        assert_eq!(String::from_utf8_lossy(&bytes), t["token"].as_str().unwrap());
+    }
+    let texts: String = content.iter().map(|t| t["token"].as_str().unwrap()).collect();
+    assert!(texts.starts_with(&reply), "{texts:?} vs {reply:?}");
+
+    let url = server.url("/v1/chat/completions");
+    let streamed = ureq::post(&url)
+        .set("Content-Type", "application/json")
+        .send_string(&chat(json!({"stream": true, "stream_options": {"include_usage": true}})))
+        .unwrap();
+    assert_eq!(streamed.header("Content-Type"), Some("text/event-stream"));
+    let events = streamed.into_string().unwrap();
+    let datas: Vec<&str> = events.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    assert_eq!(datas.last(), Some(&"[DONE]"));
+    let chunks: Vec<Value> = datas[..datas.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+    let joined: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"].get(0).and_then(|ch| ch["delta"]["content"].as_str()).map(String::from))
+        .collect();
+    assert_eq!(joined, reply);
+    assert!(chunks.last().unwrap()["usage"]["completion_tokens"].as_u64().is_some());
+
+    // Sampling, several choices, too many alternatives: refused, saying why, in OpenAI's shape.
+    for (extra, param) in [
+        (json!({"temperature": 0.7}), "temperature"),
+        (json!({"n": 2}), "n"),
+        (json!({"logprobs": true, "top_logprobs": 21}), "top_logprobs"),
+    ] {
+        let a = call("POST", &url, None, Some(&chat(extra)));
+        assert_eq!(a.status, 400, "{}", a.body);
+        assert_eq!(a.body["error"]["type"], "invalid_request_error");
+        assert_eq!(a.body["error"]["param"], param);
+    }
+    let long = json!({"prompt": vec![1u32; 9000], "max_tokens": 1}).to_string();
+    let a = call("POST", &server.url("/v1/completions"), None, Some(&long));
+    assert_eq!((a.status, a.body["error"]["code"].as_str()), (400, Some("context_length_exceeded")), "{}", a.body);
+}
