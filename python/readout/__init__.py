@@ -92,8 +92,9 @@ class Judge:
     for a model without one of its own; ``progress``: called as ``progress(file, done, total)``
     while a hub model downloads (bytes); returning ``False`` or raising stops the download, as
     Ctrl-C does, and the partial file is resumed next time. ``precision`` (``f32``, ``tf32``,
-    ``bf16``), ``attention`` and ``fused_kernels`` are for CUDA GPUs (a wheel built with the
-    ``cuda`` feature); the rest as the CLI's options of the same names."""
+    ``bf16``) and ``fused_kernels`` are for CUDA GPUs (a wheel built with the ``cuda`` feature);
+    ``attention`` is ``kernel`` on a CUDA GPU for speed, on the CPU for numbers that do not depend
+    on what shares a pass; the rest as the CLI's options of the same names."""
 
     def __init__(
         self,

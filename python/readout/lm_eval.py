@@ -17,7 +17,9 @@ read at every one of its positions in one pass, the full vocabulary's log-softma
 
 Model arguments: ``model`` (a GGUF file or a Hugging Face directory; default: the default model),
 ``chat_template`` (only recorded: the harness renders its own prompts, as text),
-``threads``, ``pass_tokens``, ``weights`` and ``kv_cache`` (as the CLI's options). The harness's ``--device cpu`` is honoured (any other value
+``threads``, ``pass_tokens``, ``weights``, ``kv_cache`` and ``attention`` (as the CLI's options;
+``attention=kernel`` on the CPU makes each request's numbers independent of what else is in the
+call). The harness's ``--device cpu`` is honoured (any other value
 means ``auto``); its ``--batch_size`` is accepted and ignored: batching is the library's (every
 request of a call in one tree).
 """
@@ -48,6 +50,7 @@ class ReadoutLM(TemplateLM):
         pass_tokens: Optional[int] = None,
         weights: str = "auto",
         kv_cache: str = "auto",
+        attention: str = "auto",
         batch_size: Any = None,
         max_batch_size: Any = None,
         **kwargs: Any,
@@ -63,6 +66,7 @@ class ReadoutLM(TemplateLM):
             threads=None if threads is None else int(threads),
             weights=weights,
             kv_cache=kv_cache,
+            attention=attention,
         )
         self.pass_tokens = None if pass_tokens is None else int(pass_tokens)
         self.model_path = model

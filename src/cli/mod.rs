@@ -201,7 +201,7 @@ pub struct ModelArgs {
     /// Arithmetic of the dense matmuls on a CUDA GPU: f32, tf32 (tensor cores on f32 tensors, every matmul), or bf16 (the block projections' weights and inputs in bf16; attention and the head f32). bench/README.md measures speed and drift of each; the CPU takes f32 only.
     #[arg(long, default_value = "f32")]
     pub precision: Precision,
-    /// Attention on a CUDA GPU: matmuls (per segment: concatenation, two matmuls, mask, softmax), kernel (one kernel a layer for every segment of a pass, its prefix read in place; same answers within 1e-4), or auto (kernel on CUDA, matmuls elsewhere).
+    /// Attention: matmuls (per segment: concatenation, two matmuls, mask, softmax), kernel (one kernel a layer for every segment of a pass, its prefix read in place: on a CUDA GPU faster, same answers within 1e-4; on the CPU slower, and every prompt's numbers bit for bit the same whatever else shares its pass, as the OpenAI API's clients batch them), or auto (kernel on CUDA, matmuls elsewhere).
     #[arg(long, default_value = "auto")]
     pub attention: AttentionPath,
     /// A layer's element-wise steps on a CUDA GPU: on (the residual add with the next RMSNorm, q/k's norms with RoPE and the query scale, the MLP's activation: one kernel each; same answers within 1e-4; 5-15 % faster runs on an H200), off (candle's ops, several launches each), or auto (on on CUDA). The CPU path is the same either way.

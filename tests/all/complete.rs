@@ -131,3 +131,22 @@ fn a_request_no_longer_wanted_is_not_computed_and_bad_requests_are_refused() {
     let long = vec![1u32; e.info().config.context_length + 1];
     assert!(bad(Request { prompt: long, ..ok }).unwrap().contains("context"));
 }
+
+/// With attention as the kernel (`--attention kernel`), the CPU's attention sums each row in key
+/// order: a prompt's numbers are the same bits alone or beside another that shares part of it
+/// (a trie node then, a pass cut elsewhere), with the f16 cache and the native weights.
+#[test]
+fn the_attention_kernel_gives_a_prompt_the_same_bits_whatever_shares_its_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("llama.gguf");
+    write_gguf(&path, &tiny_config(Architecture::Llama), 11, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    let opts =
+        LoadOptions { kv_cache: KvCache::F16, attention: readout::engine::AttentionPath::Kernel, ..Default::default() };
+    let e = Engine::load(&path, &opts).unwrap();
+    let a: Vec<u32> = (10..50).collect();
+    let b: Vec<u32> = a[..20].iter().copied().chain(60..80).collect();
+    let r = |prompt: &[u32]| Request { prompt: prompt.to_vec(), max_tokens: 2, echo: true, top: 3, stop: vec![] };
+    let (alone, _) = complete(&e, &[r(&a)], e.pass_defaults(), &|_| true).unwrap();
+    let (beside, _) = complete(&e, &[r(&a), r(&b)], e.pass_defaults(), &|_| true).unwrap();
+    assert_eq!(alone[0], beside[0]);
+}

@@ -574,8 +574,15 @@ fn serve_times_beyond_a_day_are_refused_before_the_model_loads() {
 /// log-likelihood tree computes (the harness's own Readout backend); vLLM's tokenizer routes agreeing with the tokenizer.
 #[test]
 fn openai_completions_give_the_log_likelihood_tree_s_numbers() {
-    let server = Server::start(&[]);
-    let engine = common::default_engine();
+    // Attention as the kernel on both sides: a prompt's numbers do not depend on what shares
+    // its pass (the server's trie of this request against the tree of the library's call).
+    let server = Server::start(&["--attention", "kernel"]);
+    let opts = readout::engine::LoadOptions {
+        device: readout::engine::device::DeviceRequest::Cpu,
+        attention: readout::engine::AttentionPath::Kernel,
+        ..Default::default()
+    };
+    let engine = readout::engine::Engine::load(&common::default_model(), &opts).unwrap();
     let tok = engine.tokenizer();
     let shots = tok.encode_plain("Question: Is water wet?\nAnswer: yes\n\nQuestion: Is fire cold?\nAnswer:").unwrap();
     let prompts: Vec<Vec<u32>> = [" no", " yes", " maybe not"]

@@ -131,8 +131,13 @@ fn router(state: Arc<AppState>) -> Router {
         .merge(keyed)
         .route("/health", get(health))
         .route("/openapi.json", get(openapi_json))
-        .fallback(|| async {
-            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see GET /openapi.json")
+        .fallback(|uri: axum::http::Uri| async move {
+            // OpenAI's clients read OpenAI's error shape (the Responses API's, say).
+            match uri.path().starts_with("/v1/") {
+                true => crate::openai::not_found(uri.path()).into_response(),
+                false => ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see GET /openapi.json")
+                    .into_response(),
+            }
         })
         .layer(middleware::from_fn_with_state(state.clone(), check_host))
         .layer(middleware::from_fn(log))

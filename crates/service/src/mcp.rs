@@ -16,6 +16,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Answer MCP requests on standard input and output with `engine` until the client closes them.
 pub fn serve_stdio(engine: Arc<Engine>) -> crate::Result<()> {
@@ -117,8 +118,12 @@ impl Judge {
     #[tool(
         description = "Decide each criterion of a rubric for each text with Readout's local judge model: for every text and criterion, every option's probability (read from the answer letters' logits), the chosen option, the margin to the runner-up and flags. Returns one JSON object per text, as `readout score --json` prints them (text content: one JSON line per text; structured content: {\"results\": [...]})."
     )]
-    async fn score(&self, Parameters(p): Parameters<ScoreParams>) -> Result<CallToolResult, ErrorData> {
-        let scored = self.score_queued(p).await;
+    async fn score(
+        &self,
+        Parameters(p): Parameters<ScoreParams>,
+        cancelled: CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scored = self.score_queued(p, cancelled).await;
         Ok(match scored {
             Ok(results) => {
                 let lines: Vec<String> =
@@ -150,13 +155,19 @@ fn internal(e: impl std::fmt::Display) -> ErrorData {
 
 impl Judge {
     /// The request validated, queued and answered; a message for the caller when it fails.
-    async fn score_queued(&self, p: ScoreParams) -> Result<Vec<TextResult>, String> {
+    /// Queue the request; a `notifications/cancelled` for it drops it, so that it is not read if
+    /// it has not started and its batch stops after the pass in flight when no one else waits.
+    async fn score_queued(&self, p: ScoreParams, cancelled: CancellationToken) -> Result<Vec<TextResult>, String> {
         let job = p.into_request()?.validate(Policy::LOCAL).map_err(|e| e.to_string())?;
         let pending = self
             .queue
             .submit(crate::queue::Job::Score(Box::new(job)))
             .map_err(|_| "the server is busy or stopping; try again".to_string())?;
-        match pending.scored().await {
+        let answer = tokio::select! {
+            a = pending.scored() => a,
+            () = cancelled.cancelled() => return Err("the request was cancelled".into()),
+        };
+        match answer {
             Ok(results) => Ok(results),
             Err(Failed::Request(e)) => Err(e.to_string()),
             Err(Failed::Batch(msg)) => Err(msg),

@@ -114,9 +114,22 @@ impl IntoResponse for OaiError {
     }
 }
 
+/// A `/v1/` path this server does not serve, in OpenAI's shape.
+pub(crate) fn not_found(path: &str) -> OaiError {
+    OaiError {
+        status: StatusCode::NOT_FOUND,
+        message: format!(
+            "{path} is not served: Readout speaks /v1/chat/completions, /v1/completions and /v1/models of the OpenAI API (and its own /v1/score); see GET /openapi.json"
+        ),
+        param: None,
+        code: "not_found".into(),
+        retry_after: None,
+    }
+}
+
 /// A prompt as OpenAI takes it: a text, token ids, or a list of either.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a text, a list of token ids, or a list of either")]
 enum Prompt {
     Text(String),
     Tokens(Vec<u32>),
@@ -126,7 +139,7 @@ enum Prompt {
 
 /// One text or several.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a text or a list of texts")]
 enum OneOrMany {
     One(String),
     Many(Vec<String>),
@@ -190,7 +203,7 @@ struct CompletionRequest {
 
 /// A chat message's content: a text, or parts of which the text ones are read.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a text, or a list of parts such as {\"type\": \"text\", \"text\": \"...\"}")]
 enum Content {
     Text(String),
     Parts(Vec<Part>),
@@ -291,9 +304,14 @@ fn check_stop(stop: Option<OneOrMany>) -> Result<Vec<String>, OaiError> {
     Ok(stop)
 }
 
+/// The body as `T`; a field of the wrong type is named as the error's `param`.
 fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, OaiError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| OaiError::invalid("body", format!("the body is not a valid request: {e}")))
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let param = if path == "." { "body".to_string() } else { path };
+        OaiError::invalid(&param, format!("{param}: {}", e.inner()))
+    })
 }
 
 /// Queue the prompts and wait for their completions within the request's time.
@@ -317,8 +335,9 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Every prompt's tokens: texts encoded as the model reads them (its BOS token first where it
-/// wants one), token ids checked against the vocabulary and the context.
-fn prompt_tokens(engine: &Engine, prompt: Prompt) -> Result<Vec<Vec<u32>>, OaiError> {
+/// wants one), token ids checked against the vocabulary and the context; at most `max_prompts`
+/// of them (a request's cost is bounded before it is queued).
+fn prompt_tokens(engine: &Engine, prompt: Prompt, max_prompts: usize) -> Result<Vec<Vec<u32>>, OaiError> {
     let lists = match prompt {
         Prompt::Text(t) => vec![encode(engine, &t)?],
         Prompt::Texts(ts) => ts.iter().map(|t| encode(engine, t)).collect::<Result<_, _>>()?,
@@ -327,6 +346,12 @@ fn prompt_tokens(engine: &Engine, prompt: Prompt) -> Result<Vec<Vec<u32>>, OaiEr
     };
     if lists.is_empty() {
         return Err(OaiError::invalid("prompt", "no prompt: give a text, token ids, or a list of either"));
+    }
+    if lists.len() > max_prompts {
+        return Err(OaiError::invalid(
+            "prompt",
+            format!("{} prompts; this server takes at most {max_prompts} in one request (--max-texts)", lists.len()),
+        ));
     }
     let vocab = engine.info().config.vocab_size;
     let context = engine.info().config.context_length;
@@ -467,7 +492,8 @@ async fn completions(State(s): State<Arc<AppState>>, headers: HeaderMap, body: B
     let stop = check_stop(req.stop)?;
     let max_tokens = req.max_tokens.unwrap_or(16);
     let (echo, prompt) = (req.echo, req.prompt);
-    let prompts = blocking(&s.engine, move |e| prompt_tokens(e, prompt)).await?;
+    let max_prompts = s.options.max_texts;
+    let prompts = blocking(&s.engine, move |e| prompt_tokens(e, prompt, max_prompts)).await?;
     let requests = prompts
         .iter()
         .map(|p| complete::Request { prompt: p.clone(), max_tokens, echo, top, stop: stop.clone() })

@@ -73,7 +73,8 @@ pub enum AttentionPath {
     /// Per segment: its prefix joined to the pass's keys and values, `q·kᵀ`, the mask added,
     /// softmax, `·v` (candle's ops; several launches a segment and layer).
     Matmuls,
-    /// One kernel a layer for every segment of the pass (`backends/ops/tree_attention.rs`; CUDA).
+    /// One kernel a layer for every segment of the pass (`backends/ops/tree_attention.rs`): on
+    /// CUDA for speed, on the CPU for numbers that do not depend on the pass's shape.
     Kernel,
     /// `kernel` on a CUDA GPU (faster there: bench/results/cuda/precision-*), `matmuls`
     /// elsewhere; a result file records the resolved path.
@@ -283,14 +284,16 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
 }
 
 /// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
-/// a segment; faster on the models docs/gpu.md's CUDA table measures), the matmuls elsewhere;
-/// `kernel` asked for off CUDA is refused.
+/// a segment; faster on the models docs/gpu.md's CUDA table measures), the matmuls elsewhere.
+/// `kernel` on the CPU is the op's CPU forward: each score and weighted sum in key order, so a
+/// prompt's numbers do not depend on what shares its pass (the matmuls' sums do, by their
+/// blocking), at some cost in speed; Metal has no such op.
 fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
     match mode {
         AttentionPath::Auto if device.is_cuda() => Ok(AttentionPath::Kernel),
         AttentionPath::Auto => Ok(AttentionPath::Matmuls),
-        AttentionPath::Kernel if !device.is_cuda() => Err(Error::Config(
-            "--attention kernel is a CUDA kernel; elsewhere attention runs as matmuls (use --attention matmuls or auto)"
+        AttentionPath::Kernel if !device.is_cuda() && !device.is_cpu() => Err(Error::Config(
+            "--attention kernel runs on a CUDA GPU or the CPU; here attention runs as matmuls (use --attention matmuls or auto)"
                 .into(),
         )),
         mode => Ok(mode),
@@ -328,12 +331,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attention_auto_is_the_matmuls_on_the_cpu_and_the_kernel_is_refused_there() {
+    fn attention_auto_is_the_matmuls_on_the_cpu_and_the_kernel_is_taken_there_when_asked() {
         let cpu = Device::Cpu;
         assert_eq!(resolve_attention(AttentionPath::Auto, &cpu).unwrap(), AttentionPath::Matmuls);
         assert_eq!(resolve_attention(AttentionPath::Matmuls, &cpu).unwrap(), AttentionPath::Matmuls);
-        let e = resolve_attention(AttentionPath::Kernel, &cpu).unwrap_err().to_string();
-        assert!(e.contains("--attention matmuls or auto"), "{e}");
+        assert_eq!(resolve_attention(AttentionPath::Kernel, &cpu).unwrap(), AttentionPath::Kernel);
     }
 
     #[test]

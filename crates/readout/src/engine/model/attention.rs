@@ -131,7 +131,7 @@ impl Attention {
         };
         // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for
         // every segment of the pass, instead of each segment's scores.
-        let q = if pass.cpu { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
+        let q = if pass.cpu && !pass.kernel { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
         Ok(LayerQkv { q, k: k.squeeze(0)?, v, kv_joint: None })
     }
 

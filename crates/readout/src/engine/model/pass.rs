@@ -31,7 +31,7 @@ pub(crate) struct Pass<'a> {
     /// `[n, T]` masks as they are and scales the scores; other devices add the mask with
     /// candle's broadcasting ops, and q is scaled once.
     pub cpu: bool,
-    /// Attention in one kernel a layer (`--attention kernel`, off the CPU).
+    /// Attention in one kernel a layer (`--attention kernel`; on the CPU its CPU forward).
     pub kernel: bool,
     /// The fused CUDA kernels (`--fused-kernels on`, on a CUDA GPU).
     pub fused: bool,
@@ -90,7 +90,7 @@ impl<'a> Pass<'a> {
             rows += g.tokens.len();
         }
         // The kernel reads q, k and v in token order and writes the outputs so: no gathers.
-        let kernel = running.attention_kernel && !cpu;
+        let kernel = running.attention_kernel;
         let orders = match segs.len() > 1 && !kernel {
             true => Some(Orders::new(segs, &offsets, (h, kvh), rows, device)?),
             false => None,

@@ -19,6 +19,7 @@
 use crate::engine::backends::cuda;
 use crate::engine::backends::SegmentAttention;
 use candle_core::{CpuStorage, CudaStorage, CustomOp3, Layout, Shape, Tensor};
+use rayon::prelude::*;
 
 /// Attention of a pass: `q [heads, S, hd]` (already scaled), the pass's own `k`, `v`
 /// `[kv_heads, S, hd]`, each segment against its past and its own tokens; `[S, heads · hd]`,
@@ -56,8 +57,23 @@ struct TreeAttention {
 }
 
 /// A contiguous f32 tensor's values (the CPU reference reads the segments' pasts and masks).
+/// `a · b` in a fixed order (16 running sums, lane by lane, then added in order): the same
+/// bits for the same vectors whatever the pass, and in a shape the compiler vectorises.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for ((s, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *s += x * y;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// A tensor's values as f32 (an f16 cache's widened exactly).
 fn values(t: &Tensor) -> candle_core::Result<Vec<f32>> {
-    t.flatten_all()?.to_vec1::<f32>()
+    t.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()
 }
 
 fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [f32]> {
@@ -112,9 +128,12 @@ impl CustomOp3 for TreeAttention {
                     false => &v[(j * s + g.offset + c - past) * hd..][..hd],
                 }
             };
-            let mut scores = vec![0f32; t];
-            for row in 0..g.len {
+            // Rows on all threads: each row's sums are its own, in key order, whatever the
+            // thread count.
+            let rows = &mut out[g.offset * h * hd..(g.offset + g.len) * h * hd];
+            rows.par_chunks_mut(h * hd).enumerate().for_each(|(row, o_row)| {
                 let r = g.offset + row;
+                let mut scores = vec![0f32; t];
                 for head in 0..h {
                     let j = head / group;
                     let qr = &q[(head * s + r) * hd..][..hd];
@@ -122,7 +141,7 @@ impl CustomOp3 for TreeAttention {
                         let m = mask[row * t + c];
                         *sc = match m == f32::NEG_INFINITY {
                             true => m,
-                            false => qr.iter().zip(key(j, c)).map(|(a, b)| a * b).sum::<f32>() + m,
+                            false => dot(qr, key(j, c)) + m,
                         };
                     }
                     let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -131,7 +150,7 @@ impl CustomOp3 for TreeAttention {
                         *sc = (*sc - max).exp();
                         sum += *sc;
                     }
-                    let o = &mut out[(r * h + head) * hd..][..hd];
+                    let o = &mut o_row[head * hd..][..hd];
                     for (c, &p) in scores.iter().enumerate() {
                         if p > 0.0 {
                             for (x, y) in o.iter_mut().zip(value(j, c)) {
@@ -141,7 +160,7 @@ impl CustomOp3 for TreeAttention {
                     }
                     o.iter_mut().for_each(|x| *x /= sum);
                 }
-            }
+            });
         }
         Ok((CpuStorage::F32(out), Shape::from((s, h, hd))))
     }
