@@ -296,7 +296,7 @@ pub fn run() -> Result<i32> {
     let cli = Cli::parse();
     let filter = match cli.verbose {
         // A server logs its requests.
-        0 if matches!(cli.command, Command::Serve(_)) => "info",
+        0 if matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) => "info",
         0 => "warn",
         1 => "info",
         _ => "debug",
@@ -304,6 +304,7 @@ pub fn run() -> Result<i32> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     match cli.command {
         Command::Score(a) => score::run(a),

@@ -100,6 +100,8 @@ struct RawMcp {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<String>,
+    /// What it wrote to standard error (its log).
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl RawMcp {
@@ -112,9 +114,16 @@ impl RawMcp {
             .current_dir(common::repo())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("readout mcp starts");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (sink, stderr) = (log.clone(), std::io::BufReader::new(child.stderr.take().unwrap()));
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
         let stdin = child.stdin.take().unwrap();
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = std::sync::mpsc::channel();
@@ -125,7 +134,7 @@ impl RawMcp {
                 }
             }
         });
-        RawMcp { child, stdin, lines }
+        RawMcp { child, stdin, lines, log }
     }
 
     fn send(&mut self, line: &str) {
@@ -200,4 +209,31 @@ fn raw_lines_a_parse_error_a_key_given_twice_and_wrong_arguments() {
     // Still serving.
     mcp.send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#);
     assert!(mcp.answer(6)["result"].is_object());
+}
+
+/// A call the client cancels (`notifications/cancelled`) is dropped: not read if its batch has
+/// not started, its batch stopped after the pass in flight if it has; the server goes on.
+#[test]
+fn a_cancelled_call_stops_and_the_next_is_answered() {
+    let mut mcp = RawMcp::start();
+    mcp.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+    assert!(mcp.answer(1)["result"]["serverInfo"].is_object());
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let many: Vec<String> = (0..150).map(|i| format!("Ticket {i}: I was charged twice, please refund one.")).collect();
+    let big = json!({"rubric": RUBRIC, "texts": many}).to_string();
+    mcp.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"score","arguments":{big}}}}}"#
+    ));
+    mcp.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"the user gave up"}}"#,
+    );
+    let small = json!({"rubric": RUBRIC, "texts": [TEXTS[0]]}).to_string();
+    let r = mcp.call(3, &small);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let log = mcp.log.lock().unwrap().clone();
+    // The 150 texts were either never read or their batch stopped: no batch of them ran out.
+    let big_batches: Vec<&str> = log.lines().filter(|l| l.contains("batch read") && l.contains("texts=150")).collect();
+    assert!(big_batches.iter().all(|l| l.contains("stopped=true")), "{log}");
+    // The small one was read (the log is plain text: a pipe gets no colours).
+    assert!(log.lines().any(|l| l.contains("batch read") && l.contains("texts=1 ")), "{log}");
 }
