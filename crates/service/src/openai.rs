@@ -571,6 +571,9 @@ async fn chat(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) ->
     let bytes = read_body(&headers, body, s.options.max_body_bytes, &s.reading).await?;
     let req: ChatRequest = parse(&bytes)?;
     check_greedy(req.temperature, req.n, None)?;
+    if req.top_logprobs.is_some() && !req.logprobs {
+        return Err(OaiError::invalid("top_logprobs", "top_logprobs needs \"logprobs\": true"));
+    }
     let top = if req.logprobs { req.top_logprobs.unwrap_or(0) } else { 0 };
     check_top("top_logprobs", top)?;
     if req.messages.is_empty() {
