@@ -720,3 +720,34 @@ fn openai_chat_gives_top_logprobs_and_streams_the_same_reply() {
     let a = call("POST", &server.url("/v1/completions"), None, Some(&long));
     assert_eq!((a.status, a.body["error"]["code"].as_str()), (400, Some("context_length_exceeded")), "{}", a.body);
 }
+
+/// Streams cut by their clients: the server goes on serving the others, and a client that reads
+/// a stream to its end gets every chunk and `[DONE]`.
+#[test]
+fn openai_streams_cut_by_their_clients_leave_the_server_serving() {
+    let server = Server::start(&[]);
+    let body = json!({"messages": [{"role": "user", "content": "Count to twenty."}], "max_tokens": 40, "stream": true})
+        .to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr(),
+        body.len()
+    );
+    for _ in 0..4 {
+        // Sent, then gone before the answer (or in its middle).
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut first = [0u8; 64];
+        let _ = stream.read(&mut first);
+        stream.shutdown(Shutdown::Both).unwrap();
+    }
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.write_all(request.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1).as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("text/event-stream") && answer.trim_end().ends_with("data: [DONE]"), "{answer}");
+    let a = call("GET", &server.url("/health"), None, None);
+    assert_eq!((a.status, a.body["status"].as_str()), (200, Some("ok")));
+}
