@@ -4,7 +4,8 @@
 use super::ModelArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use readout_service::http::{self, Options};
+use readout_service::http::Options;
+use readout_service::server;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -89,7 +90,7 @@ pub fn run(a: ServeArgs) -> Result<i32> {
         max_connections: a.max_connections as usize,
         shutdown_grace: a.shutdown_grace_s,
     };
-    http::serve(engine, SocketAddr::new(a.host, a.port), options, |addr| {
+    server::serve(engine, SocketAddr::new(a.host, a.port), options, |addr| {
         eprintln!("readout: listening on http://{addr} (model {name})");
     })
     .with_context(|| format!("serving on {}:{}", a.host, a.port))?;

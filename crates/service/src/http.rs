@@ -4,11 +4,10 @@
 //! shutdown. Every status and error body is here; what is scored is the library's.
 
 use crate::queue::{Failed, Queue, Refused};
-use crate::Error;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -61,14 +60,14 @@ pub(crate) struct AppState {
     /// Requests being handled (read, queued or read by the model).
     pub(crate) in_flight: AtomicUsize,
     /// The address served on, which a keyless server's clients must name in `Host`.
-    bound: SocketAddr,
+    pub(crate) bound: SocketAddr,
     /// How bodies are read.
     pub(crate) reading: Reading,
 }
 
 /// Where the server is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
+pub(crate) enum Phase {
     Serving,
     /// SIGINT or SIGTERM: no new connections, idle ones closed, requests going on.
     Draining,
@@ -81,75 +80,26 @@ enum Phase {
 /// grace.
 #[derive(Debug, Clone)]
 pub(crate) struct Reading {
-    timeout: Duration,
-    phase: watch::Receiver<Phase>,
+    pub(crate) timeout: Duration,
+    pub(crate) phase: watch::Receiver<Phase>,
 }
 
-/// Serve `engine` on `addr` until SIGINT or SIGTERM, then finish the requests in flight (see
-/// [`accept`]). `listening` is told the bound address (a port of 0 picks a free one) once
-/// requests are taken.
-pub fn serve(
-    engine: Arc<Engine>,
-    addr: SocketAddr,
-    options: Options,
-    listening: impl FnOnce(SocketAddr),
-) -> crate::Result<()> {
-    let (queue, thread) =
-        Queue::start(engine.clone(), options.queue).map_err(|err| Error::Start { what: "queue", err })?;
-    // Bound before the state is made: a keyless server checks `Host` against the address.
-    let listener = std::net::TcpListener::bind(addr).map_err(|err| Error::Listen { addr, err })?;
-    let bound = listener.local_addr().map_err(|err| Error::Listen { addr, err })?;
-    listener.set_nonblocking(true).map_err(|err| Error::Listen { addr, err })?;
-    let (stop, phase) = watch::channel(Phase::Serving);
-    let reading = Reading { timeout: options.read_timeout, phase };
-    let limits =
-        Limits { max: options.max_connections, read_timeout: options.read_timeout, grace: options.shutdown_grace };
-    let state = Arc::new(AppState { engine, options, queue, in_flight: AtomicUsize::new(0), bound, reading });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|err| Error::Start { what: "async runtime", err })?;
-    rt.block_on(async move {
-        let listener = TcpListener::from_std(listener).map_err(|err| Error::Listen { addr, err })?;
-        listening(bound);
-        accept(listener, router(state), stop, limits).await;
-        Ok::<(), Error>(())
-    })?;
-    // Every request in flight has had its answer; the senders are gone, so the queue ends.
-    drop(rt);
-    thread.join().map_err(|_| Error::Serve("the queue's thread panicked".into()))
+/// The keyed routes: `POST /v1/score` and `GET /v1/models`.
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/v1/score", post(score)).route("/v1/models", get(models))
 }
 
-fn router(state: Arc<AppState>) -> Router {
-    let keyed = Router::new()
-        .route("/v1/score", post(score))
-        .route("/v1/models", get(models))
-        .merge(crate::openai::routes())
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth));
-    Router::new()
-        .merge(keyed)
-        .route("/health", get(health))
-        .route("/openapi.json", get(openapi_json))
-        .fallback(|uri: axum::http::Uri| async move {
-            // OpenAI's clients read OpenAI's error shape (the Responses API's, say).
-            match uri.path().starts_with("/v1/") {
-                true => crate::openai::not_found(uri.path()).into_response(),
-                false => ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see GET /openapi.json")
-                    .into_response(),
-            }
-        })
-        .layer(middleware::from_fn_with_state(state.clone(), check_host))
-        .layer(middleware::from_fn(log))
-        .with_state(state)
+/// The routes open without the key: `GET /health`.
+pub(crate) fn open_routes() -> Router<Arc<AppState>> {
+    Router::new().route("/health", get(health))
 }
 
 /// The connections' limits, from [`Options`].
 #[derive(Debug, Clone, Copy)]
-struct Limits {
-    max: usize,
-    read_timeout: Duration,
-    grace: Duration,
+pub(crate) struct Limits {
+    pub(crate) max: usize,
+    pub(crate) read_timeout: Duration,
+    pub(crate) grace: Duration,
 }
 
 /// Take HTTP/1 connections, at most `limits.max` open at once (more wait in the listen queue),
@@ -158,7 +108,7 @@ struct Limits {
 /// being read or computed go on; `limits.grace` later, cut the bodies still arriving (503, in
 /// [`read_body`]) and close the connections with no request being handled, so that no stalled
 /// client keeps the server from stopping. Return once every connection is closed.
-async fn accept(listener: TcpListener, app: Router, stop: watch::Sender<Phase>, limits: Limits) {
+pub(crate) async fn accept(listener: TcpListener, app: Router, stop: watch::Sender<Phase>, limits: Limits) {
     let permits = u32::try_from(limits.max.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
     let slots = Arc::new(Semaphore::new(permits as usize));
     let mut http = http1::Builder::new();
@@ -418,7 +368,7 @@ impl IntoResponse for ApiError {
 }
 
 /// The bearer key (the scheme's name in any case, as RFC 9110 has it), compared in constant time.
-async fn auth(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+pub(crate) async fn auth(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &s.options.key {
         let given = req
             .headers()
@@ -443,7 +393,7 @@ async fn auth(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Respo
 /// Without a key, a request must name this server in `Host`: a page in a browser whose own name
 /// was made to resolve to this machine (DNS rebinding) sends that name, so it cannot drive a
 /// keyless server on loopback. With a key, the key is the check.
-async fn check_host(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+pub(crate) async fn check_host(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if s.options.key.is_none() {
         let host = req.headers().get(header::HOST).and_then(|v| v.to_str().ok());
         let host = host.or_else(|| req.uri().authority().map(|a| a.as_str()));
@@ -491,7 +441,7 @@ fn names_server(host: &str, bound: SocketAddr) -> bool {
 }
 
 /// A line per request: method, path, status, time.
-async fn log(req: Request, next: Next) -> Response {
+pub(crate) async fn log(req: Request, next: Next) -> Response {
     let (method, path, start) = (req.method().clone(), req.uri().path().to_string(), Instant::now());
     let r = next.run(req).await;
     tracing::info!(%method, %path, status = r.status().as_u16(), ms = start.elapsed().as_millis() as u64, "request");
@@ -714,13 +664,6 @@ async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
     })
 }
 
-#[utoipa::path(get, path = "/openapi.json", responses((status = 200, description = "this document")))]
-async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    let mut api = ApiDoc::openapi();
-    api.merge(crate::openai::OpenAiDoc::openapi());
-    Json(api)
-}
-
 /// The bearer scheme the keyed endpoints name.
 struct Bearer;
 
@@ -735,11 +678,11 @@ impl utoipa::Modify for Bearer {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Readout", description = "Decide rubric criteria with a small local language model by reading the logits of the answer letters."),
-    paths(score, models, health, openapi_json),
+    paths(score, models, health),
     components(schemas(ScoreRequest, TextIn, ScoreResponse, TextResult, CriterionResult, OptionResult, ErrorBody, ErrorDetail, ModelList, ModelEntry, Health)),
     modifiers(&Bearer)
 )]
-struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 #[cfg(test)]
 mod tests {
