@@ -60,6 +60,8 @@ pub fn run_profile(a: ProfileArgs) -> Result<i32> {
     // The instruction the integer kernel's multiply ran on.
     let instruction = match (info.cpu_kernel, info.activations) {
         (Some("amx"), _) => Some("tdpbsud"),
+        // NEON: sdot (usdot with i8mm; 16-bit activations add a udot). No peak is measured.
+        (Some("neon"), _) => Some("sdot"),
         (Some(_), "int8") => Some("vpdpbusd"),
         (Some(_), _) => Some("vpdpwssd"),
         _ => None,

@@ -208,8 +208,9 @@ pub fn read(reader: impl Read, file_len: u64, path: &Path) -> Result<Content> {
     Ok(Content { magic, metadata, tensor_infos, tensor_data_offset })
 }
 
-/// The tensor types candle can read from a GGUF file (`Q8_1` and `Q8_K` it cannot).
-fn tensor_type(t: u32) -> Option<GgmlDType> {
+/// The tensor types candle can read from a GGUF file (`Q8_1` and `Q8_K` it cannot): the
+/// encodings Readout reads (`backends/route.rs` checks each has a matmul on every device).
+pub(crate) fn tensor_type(t: u32) -> Option<GgmlDType> {
     Some(match t {
         0 => GgmlDType::F32,
         1 => GgmlDType::F16,

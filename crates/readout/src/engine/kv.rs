@@ -185,7 +185,8 @@ impl Prefix {
 }
 
 /// `parts` (each `[kv_heads, n_i, head_dim]`, f32 or f16, on the CPU) joined along the token
-/// axis, as f32: an f16 cache is widened in the one copy the concatenation makes anyway.
+/// axis, as f32: an f16 cache is widened in the one copy the concatenation makes anyway. It reads
+/// the CPU's storage: an f16 cache exists only where `backends/route.rs` routes it (the CPU).
 fn cat_f32(parts: &[&Tensor]) -> candle_core::Result<Tensor> {
     if parts.iter().all(|p| p.dtype() == DType::F32) {
         return Tensor::cat(parts, 1);

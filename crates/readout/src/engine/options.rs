@@ -6,6 +6,7 @@
 //! or a test can name and resolve options without the model's code, and the model reads
 //! resolved values only.
 
+use crate::engine::backends::route::{self, DeviceKind, Op};
 use crate::engine::device::{self, DeviceRequest};
 use crate::engine::template::TemplateSource;
 use crate::error::{Error, Result};
@@ -77,7 +78,8 @@ pub enum AttentionPath {
     /// CUDA for speed, on the CPU for numbers that do not depend on the pass's shape.
     Kernel,
     /// `kernel` on a CUDA GPU (faster there: bench/results/cuda/precision-*), `matmuls`
-    /// elsewhere; a result file records the resolved path.
+    /// elsewhere (on Metal, where the kernel has no forward, the only one); a result file
+    /// records the resolved path.
     Auto,
 }
 
@@ -226,7 +228,19 @@ impl LoadOptions {
     /// size of the weights in f32; it is asked for only by `--weights auto` on CUDA (it reads the
     /// model's header).
     pub(crate) fn resolve(&self, device: &Device, f32_bytes: impl FnOnce() -> Result<u64>) -> Result<Resolved> {
-        let weights = resolve_weights(self.weights, device, f32_bytes)?;
+        self.resolve_for(DeviceKind::of(device), || device::free_memory(device), f32_bytes)
+    }
+
+    /// [`Self::resolve`] for a device described by its kind and its free memory (asked for only
+    /// with `f32_bytes`): a test resolves for a device it does not have. Every op of ours that
+    /// an option turns on is asked of `backends::route`, which refuses it where it has no forward.
+    pub(crate) fn resolve_for(
+        &self,
+        device: DeviceKind,
+        free_memory: impl FnOnce() -> Option<u64>,
+        f32_bytes: impl FnOnce() -> Result<u64>,
+    ) -> Result<Resolved> {
+        let weights = resolve_weights(self.weights, device, free_memory, f32_bytes)?;
         check_precision(self.precision, device, weights, self.matmul)?;
         let attention = resolve_attention(self.attention, device)?;
         let fused_kernels = resolve_fused_kernels(self.fused_kernels, device)?;
@@ -237,12 +251,18 @@ impl LoadOptions {
 
 /// `--weights auto` made concrete for `device`: native on the CPU and on Metal (whose memory is
 /// the system's); on CUDA native when f32 weights would take more than half of the device's free
-/// memory, f32 otherwise.
-fn resolve_weights(mode: WeightsMode, device: &Device, f32_bytes: impl FnOnce() -> Result<u64>) -> Result<WeightsMode> {
+/// memory, f32 otherwise. (Native weights off the CPU are candle's quantised matmul; the float
+/// encodings are held in f32 there all the same: `backends/route.rs`.)
+fn resolve_weights(
+    mode: WeightsMode,
+    device: DeviceKind,
+    free_memory: impl FnOnce() -> Option<u64>,
+    f32_bytes: impl FnOnce() -> Result<u64>,
+) -> Result<WeightsMode> {
     match mode {
-        WeightsMode::Auto if device.is_cuda() => {
+        WeightsMode::Auto if device == DeviceKind::Cuda => {
             let f32_bytes = f32_bytes()?;
-            Ok(match device::free_memory(device) {
+            Ok(match free_memory() {
                 Some(free) if f32_bytes > free / 2 => WeightsMode::Native,
                 _ => WeightsMode::F32,
             })
@@ -256,12 +276,12 @@ fn resolve_weights(mode: WeightsMode, device: &Device, f32_bytes: impl FnOnce() 
 /// GEMM); the CPU's matmuls are f32 (or the integer kernel's) and Metal's are not wired to them.
 /// bf16 holds dense weights in bf16, so it needs them dense: native weights on a GPU are
 /// candle's quantised kernels, which take f32 inputs.
-fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, matmul: MatmulPath) -> Result<()> {
+fn check_precision(precision: Precision, device: DeviceKind, weights: WeightsMode, matmul: MatmulPath) -> Result<()> {
     if precision == Precision::F32 {
         return Ok(());
     }
-    if !device.is_cuda() {
-        let on = if device.is_cpu() { "the CPU" } else { "this GPU" };
+    if device != DeviceKind::Cuda {
+        let on = if device == DeviceKind::Cpu { "the CPU" } else { "this GPU" };
         return Err(Error::Config(format!(
             "--precision {} needs a CUDA GPU; on {on} the matmuls are f32 (use --precision f32, or --device cuda)",
             precision.as_str()
@@ -283,46 +303,69 @@ fn check_precision(precision: Precision, device: &Device, weights: WeightsMode, 
     Ok(())
 }
 
-/// `--attention auto` resolved: the kernel on a CUDA GPU (one launch a layer instead of several
-/// a segment; faster on the models docs/gpu.md's CUDA table measures), the matmuls elsewhere.
-/// `kernel` on the CPU is the op's CPU forward: each score and weighted sum in key order, so a
-/// prompt's numbers do not depend on what shares its pass (the matmuls' sums do, by their
-/// blocking), at some cost in speed; Metal has no such op.
-fn resolve_attention(mode: AttentionPath, device: &Device) -> Result<AttentionPath> {
-    match mode {
-        AttentionPath::Auto if device.is_cuda() => Ok(AttentionPath::Kernel),
-        AttentionPath::Auto => Ok(AttentionPath::Matmuls),
-        AttentionPath::Kernel if !device.is_cuda() && !device.is_cpu() => Err(Error::Config(
-            "--attention kernel runs on a CUDA GPU or the CPU; here attention runs as matmuls (use --attention matmuls or auto)"
-                .into(),
-        )),
-        mode => Ok(mode),
+/// `--attention auto` resolved by the route of the attention op (`backends/route.rs`): the
+/// kernel on a CUDA GPU (one launch a layer instead of several a segment; faster on the models
+/// docs/gpu.md's CUDA table measures), the matmuls elsewhere. `kernel` on the CPU is the op's CPU
+/// forward: each score and weighted sum in key order, so a prompt's numbers do not depend on what
+/// shares its pass (the matmuls' sums do, by their blocking), at some cost in speed; on Metal the
+/// op has no forward, and `kernel` is refused.
+fn resolve_attention(mode: AttentionPath, device: DeviceKind) -> Result<AttentionPath> {
+    let asked = match mode {
+        AttentionPath::Auto => None,
+        AttentionPath::Kernel => Some(true),
+        AttentionPath::Matmuls => Some(false),
+    };
+    match route::resolve(Op::TreeAttention, device, asked) {
+        Ok(true) => Ok(AttentionPath::Kernel),
+        Ok(false) => Ok(AttentionPath::Matmuls),
+        Err(_) => Err(Error::Config(format!(
+            "--attention kernel runs on a CUDA GPU or the CPU, not on {}; here attention runs as matmuls (use --attention matmuls or auto)",
+            device.name()
+        ))),
     }
 }
 
-/// `--fused-kernels auto` resolved: on on a CUDA GPU, off elsewhere; `on` asked for off CUDA is
-/// refused.
-fn resolve_fused_kernels(mode: FusedKernels, device: &Device) -> Result<FusedKernels> {
-    match mode {
-        FusedKernels::Auto if device.is_cuda() => Ok(FusedKernels::On),
-        FusedKernels::Auto => Ok(FusedKernels::Off),
-        FusedKernels::On if !device.is_cuda() => Err(Error::Config(
-            "--fused-kernels on is for CUDA GPUs; the CPU has fused loops of its own (use --fused-kernels off or auto)"
-                .into(),
-        )),
-        mode => Ok(mode),
+/// `--fused-kernels auto` resolved by the routes of the ops it turns on (`backends/route.rs`):
+/// on on a CUDA GPU, off elsewhere; `on` asked for where any of them has no forward (the CPU,
+/// whose own fused loops run whatever the setting; Metal) is refused.
+fn resolve_fused_kernels(mode: FusedKernels, device: DeviceKind) -> Result<FusedKernels> {
+    let asked = match mode {
+        FusedKernels::Auto => None,
+        FusedKernels::On => Some(true),
+        FusedKernels::Off => Some(false),
+    };
+    let mut on = true;
+    for op in [Op::AddRmsNorm, Op::QkvHeads] {
+        match route::resolve(op, device, asked) {
+            Ok(ours) => on &= ours,
+            Err(_) => {
+                let there = match device {
+                    DeviceKind::Cpu => "the CPU has fused loops of its own",
+                    DeviceKind::Cuda | DeviceKind::Metal => "here a layer runs candle's ops",
+                };
+                return Err(Error::Config(format!(
+                    "--fused-kernels on is for CUDA GPUs; {there} (use --fused-kernels off or auto)"
+                )));
+            }
+        }
     }
+    Ok(if on { FusedKernels::On } else { FusedKernels::Off })
 }
 
-/// `--kv-cache auto` made concrete: f16 on the CPU, f32 on a GPU (whose cache is f32 only).
-fn resolve_kv_cache(mode: KvCache, device: &Device) -> Result<KvCache> {
-    match mode {
-        KvCache::Auto if device.is_cpu() => Ok(KvCache::F16),
-        KvCache::Auto => Ok(KvCache::F32),
-        KvCache::F16 if !device.is_cpu() => Err(Error::Config(
+/// `--kv-cache auto` made concrete by the route of the f16 cache (`backends/route.rs`): f16 on
+/// the CPU, f32 on a GPU (whose cache is f32 only).
+fn resolve_kv_cache(mode: KvCache, device: DeviceKind) -> Result<KvCache> {
+    let asked = match mode {
+        KvCache::Auto => None,
+        KvCache::F16 => Some(true),
+        KvCache::F32 => Some(false),
+    };
+    match route::resolve(Op::KvCacheF16, device, asked) {
+        Ok(true) => Ok(KvCache::F16),
+        Ok(false) => Ok(KvCache::F32),
+        Err(_) => Err(Error::Config(
             "--kv-cache f16 is for the CPU; on a GPU the KV cache is f32 (use --kv-cache auto or f32)".into(),
         )),
-        mode => Ok(mode),
     }
 }
 
@@ -332,18 +375,18 @@ mod tests {
 
     #[test]
     fn attention_auto_is_the_matmuls_on_the_cpu_and_the_kernel_is_taken_there_when_asked() {
-        let cpu = Device::Cpu;
-        assert_eq!(resolve_attention(AttentionPath::Auto, &cpu).unwrap(), AttentionPath::Matmuls);
-        assert_eq!(resolve_attention(AttentionPath::Matmuls, &cpu).unwrap(), AttentionPath::Matmuls);
-        assert_eq!(resolve_attention(AttentionPath::Kernel, &cpu).unwrap(), AttentionPath::Kernel);
+        let cpu = DeviceKind::Cpu;
+        assert_eq!(resolve_attention(AttentionPath::Auto, cpu).unwrap(), AttentionPath::Matmuls);
+        assert_eq!(resolve_attention(AttentionPath::Matmuls, cpu).unwrap(), AttentionPath::Matmuls);
+        assert_eq!(resolve_attention(AttentionPath::Kernel, cpu).unwrap(), AttentionPath::Kernel);
     }
 
     #[test]
     fn fused_kernels_auto_is_off_on_the_cpu_and_on_is_refused_there() {
-        let cpu = Device::Cpu;
-        assert_eq!(resolve_fused_kernels(FusedKernels::Auto, &cpu).unwrap(), FusedKernels::Off);
-        assert_eq!(resolve_fused_kernels(FusedKernels::Off, &cpu).unwrap(), FusedKernels::Off);
-        let e = resolve_fused_kernels(FusedKernels::On, &cpu).unwrap_err().to_string();
+        let cpu = DeviceKind::Cpu;
+        assert_eq!(resolve_fused_kernels(FusedKernels::Auto, cpu).unwrap(), FusedKernels::Off);
+        assert_eq!(resolve_fused_kernels(FusedKernels::Off, cpu).unwrap(), FusedKernels::Off);
+        let e = resolve_fused_kernels(FusedKernels::On, cpu).unwrap_err().to_string();
         assert!(e.contains("--fused-kernels off or auto"), "{e}");
         assert_eq!("on".parse::<FusedKernels>(), Ok(FusedKernels::On));
         assert_eq!(
@@ -379,11 +422,67 @@ mod tests {
 
     #[test]
     fn reduced_precision_is_refused_off_cuda_and_bf16_needs_dense_weights() {
-        let cpu = Device::Cpu;
-        assert!(check_precision(Precision::F32, &cpu, WeightsMode::Native, MatmulPath::Dense).is_ok());
+        let cpu = DeviceKind::Cpu;
+        assert!(check_precision(Precision::F32, cpu, WeightsMode::Native, MatmulPath::Dense).is_ok());
         for p in [Precision::Tf32, Precision::Bf16] {
-            let e = check_precision(p, &cpu, WeightsMode::F32, MatmulPath::Dense).unwrap_err().to_string();
+            let e = check_precision(p, cpu, WeightsMode::F32, MatmulPath::Dense).unwrap_err().to_string();
             assert!(e.contains("needs a CUDA GPU") && e.contains(p.as_str()), "{e}");
         }
+    }
+
+    #[test]
+    fn on_metal_every_auto_resolves_to_candle_s_ops_and_our_ops_asked_for_are_refused() {
+        let metal = DeviceKind::Metal;
+        let no_memory = || -> Option<u64> { panic!("free memory is CUDA's question") };
+        let no_size = || -> Result<u64> { panic!("the f32 size is CUDA's question") };
+        let r = LoadOptions::default().resolve_for(metal, no_memory, no_size).unwrap();
+        assert_eq!(
+            (r.weights, r.attention, r.fused_kernels, r.kv_cache),
+            (WeightsMode::Native, AttentionPath::Matmuls, FusedKernels::Off, KvCache::F32)
+        );
+        let refused = |opts: LoadOptions| opts.resolve_for(metal, || None, || Ok(0)).unwrap_err().to_string();
+        let e = refused(LoadOptions { attention: AttentionPath::Kernel, ..LoadOptions::default() });
+        assert!(e.contains("not on Metal") && e.contains("--attention matmuls or auto"), "{e}");
+        let e = refused(LoadOptions { fused_kernels: FusedKernels::On, ..LoadOptions::default() });
+        assert!(e.contains("candle's ops") && e.contains("--fused-kernels off or auto"), "{e}");
+        let e = refused(LoadOptions { kv_cache: KvCache::F16, ..LoadOptions::default() });
+        assert!(e.contains("--kv-cache auto or f32"), "{e}");
+        for precision in [Precision::Tf32, Precision::Bf16] {
+            let e = refused(LoadOptions { precision, ..LoadOptions::default() });
+            assert!(e.contains("needs a CUDA GPU") && e.contains("this GPU"), "{e}");
+        }
+        // What is not refused runs candle's ops.
+        let asked = LoadOptions {
+            attention: AttentionPath::Matmuls,
+            fused_kernels: FusedKernels::Off,
+            kv_cache: KvCache::F32,
+            weights: WeightsMode::F32,
+            ..LoadOptions::default()
+        };
+        let r = asked.resolve_for(metal, || None, || Ok(0)).unwrap();
+        assert_eq!(
+            (r.attention, r.fused_kernels, r.kv_cache),
+            (AttentionPath::Matmuls, FusedKernels::Off, KvCache::F32)
+        );
+    }
+
+    #[test]
+    fn cuda_s_autos_are_the_kernels_and_weights_by_free_memory() {
+        let cuda = DeviceKind::Cuda;
+        let r = LoadOptions::default().resolve_for(cuda, || Some(10), || Ok(4)).unwrap();
+        assert_eq!(
+            (r.weights, r.attention, r.fused_kernels, r.kv_cache),
+            (WeightsMode::F32, AttentionPath::Kernel, FusedKernels::On, KvCache::F32)
+        );
+        let r = LoadOptions::default().resolve_for(cuda, || Some(10), || Ok(6)).unwrap();
+        assert_eq!(r.weights, WeightsMode::Native);
+        let r = LoadOptions {
+            fused_kernels: FusedKernels::Off,
+            attention: AttentionPath::Matmuls,
+            ..LoadOptions::default()
+        }
+        .resolve_for(cuda, || None, || Ok(0))
+        .unwrap();
+        assert_eq!((r.attention, r.fused_kernels), (AttentionPath::Matmuls, FusedKernels::Off));
     }
 }

@@ -90,8 +90,13 @@ impl Encoded {
         Tensor::from_vec(v, (self.rows, self.cols), device)
     }
 
+    /// The encoding.
+    pub(crate) fn dtype(&self) -> GgmlDType {
+        self.dtype
+    }
+
     /// A candle quantised tensor on `device` holding a copy of these bytes: for candle's own
-    /// quantised kernels (native weights on a GPU, the `quantized` matmul path).
+    /// quantised kernels (`model/linear.rs`'s `quantised_matmul`, which decides when).
     pub(crate) fn to_qtensor(&self, device: &Device) -> candle_core::Result<candle_core::quantized::QTensor> {
         candle_core::quantized::ggml_file::qtensor_from_ggml(
             self.dtype,

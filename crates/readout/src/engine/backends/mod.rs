@@ -6,7 +6,9 @@
 //! - `cuda` (the `cuda` feature; `cuda_stub` otherwise): the CUDA device and our kernels'
 //!   launches, their CUDA C in `cuda/kernels/`;
 //! - `ops`: the candle ops the model calls whatever the device, each with a CPU forward (the
-//!   CPU's own, or the reference its CUDA kernel is checked against) and a CUDA forward.
+//!   CPU's own, or the reference its CUDA kernel is checked against) and a CUDA forward;
+//! - `route`: which of those (and of the CPU's) runs on a device, or candle's own ops instead:
+//!   the one place that is decided, so that no op is reached where it has no forward (Metal).
 //!
 //! The plain values the ops hand to the launches are defined here, below both.
 
@@ -18,6 +20,7 @@ pub(crate) mod cuda_stub;
 #[cfg(not(feature = "cuda"))]
 pub(crate) use cuda_stub as cuda;
 pub(crate) mod ops;
+pub(crate) mod route;
 
 use candle_core::Tensor;
 

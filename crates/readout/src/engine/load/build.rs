@@ -5,7 +5,8 @@
 
 use crate::engine::config::{Architecture, ModelConfig};
 use crate::engine::model::{
-    Attention, Embedding, Head, Hold, Layer, Linear, LoadedWeight, Mlp, RmsNorm, Rope, Table, Transformer,
+    quantised_matmul, Attention, Embedding, Head, Hold, Layer, Linear, LoadedWeight, Mlp, RmsNorm, Rope, Table,
+    Transformer,
 };
 use crate::engine::options::MatmulPath;
 use crate::error::{Error, Result};
@@ -72,9 +73,7 @@ pub(super) fn build(
     // The quantised head, when the quantised path is asked for and the file has one.
     let quant_of = |w: &LoadedWeight| -> Result<Option<QMatMul>> {
         match (matmul, w) {
-            (MatmulPath::Quantized, LoadedWeight::Encoded(e)) => {
-                Ok(Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?))
-            }
+            (MatmulPath::Quantized, LoadedWeight::Encoded(e)) => Ok(Some(quantised_matmul(e, device)?)),
             _ => Ok(None),
         }
     };

@@ -6,6 +6,7 @@
 use super::linear::LoadedWeight;
 use super::norm::RmsNorm;
 use crate::engine::backends::cpu::project;
+use crate::engine::backends::route::{self, DeviceKind, Op};
 use crate::engine::weights::Stacked;
 use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
@@ -24,13 +25,15 @@ pub(crate) enum Table {
 }
 
 impl Table {
-    /// The table of a loaded weight: kept in its encoding when `native`.
+    /// The table of a loaded weight: kept in its encoding when `native`, its product through our
+    /// panels where they run (`route::Op::ProjectEncoded`, the CPU), else candle's quantised
+    /// matmul.
     pub(crate) fn new(w: LoadedWeight, native: bool, device: &Device) -> candle_core::Result<Self> {
         match w {
             LoadedWeight::Encoded(e) if native => {
-                let quant = match device.is_cpu() {
+                let quant = match route::uses(Op::ProjectEncoded, DeviceKind::of(device), false)? {
                     true => None,
-                    false => Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?),
+                    false => Some(super::linear::quantised_matmul(&e, device)?),
                 };
                 Ok(Table::Encoded { rows: Stacked::new(vec![e])?, quant })
             }

@@ -46,7 +46,7 @@ impl Layer {
         let (out, kv) = self.attention.forward(pass, li, &xn)?;
         let (x, xn) = self.ffn_norm.add_forward(&x, &out, pass.fused)?;
         // Our activation on the CPU and with the fused kernels; candle's otherwise.
-        let out = self.mlp.forward(&xn, pass.cpu || pass.fused)?;
+        let out = self.mlp.forward(&xn, pass.gated)?;
         let (x, normed) = match next {
             Some(norm) => {
                 let (sum, xn) = norm.add_forward(&x, &out, pass.fused)?;

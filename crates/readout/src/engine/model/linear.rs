@@ -6,11 +6,25 @@
 
 use crate::engine::backends::cpu::int8::{self, Integer, Kernel, Width};
 use crate::engine::backends::cpu::project;
+use crate::engine::backends::route::{self, DeviceKind, Op, Quantised};
 use crate::engine::options::MatmulPath;
 use crate::engine::weights::{Encoded, Stacked};
 use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Module, Tensor};
 use std::sync::Arc;
+
+/// candle's quantised matmul of `e` on `device` (native weights on a GPU, the `quantized` and
+/// `auto` matmul paths), as [`route::quantised`] says for its encoding: candle's kernels over a
+/// copy of the bytes, or, for F32, F16 and BF16, the weight decoded to f32 here (the values
+/// candle's `QMatMul::from_arc` would make on the device, without the bytes' trip there; and
+/// never a BF16 tensor through candle's Metal kernels, which read it as f16). An encoding with no
+/// kernel on the device is refused ([`route::NoKernel`]).
+pub(crate) fn quantised_matmul(e: &Encoded, device: &Device) -> candle_core::Result<QMatMul> {
+    match route::quantised(e.dtype(), DeviceKind::of(device)).map_err(candle_core::Error::wrap)? {
+        Quantised::Kernel => QMatMul::from_arc(Arc::new(e.to_qtensor(device)?)),
+        Quantised::DenseF32 => Ok(QMatMul::Tensor(e.to_dense(device)?)),
+    }
+}
 
 /// How the weights are to be held: the matmul path, whether they stay in the file's encoding,
 /// and the width of the activations the integer kernel multiplies them with.
@@ -28,11 +42,23 @@ pub(crate) struct Hold {
 }
 
 impl Hold {
+    /// Native weights multiplied by our panels, decoded as they go (`route::Op::ProjectEncoded`:
+    /// the CPU's, with the dense path); elsewhere native weights are candle's quantised ones.
+    fn encoded_panels(&self, device: DeviceKind) -> candle_core::Result<bool> {
+        Ok(self.native && self.matmul == MatmulPath::Dense && route::uses(Op::ProjectEncoded, device, false)?)
+    }
+
+    /// Native weights kept for candle's quantised matmul whatever the path: where our panels
+    /// do not multiply them (a GPU).
+    fn native_quantised(&self, device: DeviceKind) -> candle_core::Result<bool> {
+        Ok(self.native && !route::uses(Op::ProjectEncoded, device, false)?)
+    }
+
     /// The integer kernel's activation width and instructions for `w`, where the CPU and the
     /// encodings allow it.
     fn integer(&self, w: &Stacked) -> Option<Integer> {
         let width = if self.int8_activations { Width::I8 } else { Width::I16 };
-        int8::ready(w).then_some(Integer { width, kernel: self.kernel })
+        int8::ready(w, self.kernel).then_some(Integer { width, kernel: self.kernel })
     }
 }
 
@@ -51,36 +77,38 @@ pub(crate) struct Linear {
 
 impl Linear {
     pub(crate) fn new(w: LoadedWeight, hold: &Hold, device: &Device) -> candle_core::Result<Self> {
-        let (path, native) = (hold.matmul, hold.native);
+        let kind = DeviceKind::of(device);
         let (dense, quant) = match w {
             LoadedWeight::Dense(t) => (Some(t.to_dtype(DType::F32)?), None),
-            LoadedWeight::Encoded(e) if native && device.is_cpu() && path == MatmulPath::Dense => {
+            LoadedWeight::Encoded(e) if hold.encoded_panels(kind)? => {
                 let w = Stacked::new(vec![e])?;
                 let integer = hold.integer(&w);
                 return Ok(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None });
             }
             LoadedWeight::Encoded(e) => {
                 // Native weights on a GPU are candle's quantised ones, whatever the path.
-                let path = if native && !device.is_cpu() { MatmulPath::Quantized } else { path };
+                let path = if hold.native_quantised(kind)? { MatmulPath::Quantized } else { hold.matmul };
                 let dense = match path {
                     MatmulPath::Quantized => None,
                     _ => Some(e.to_dense(device)?),
                 };
                 let quant = match path {
                     MatmulPath::Dense => None,
-                    _ => Some(QMatMul::from_arc(Arc::new(e.to_qtensor(device)?))?),
+                    _ => Some(quantised_matmul(&e, device)?),
                 };
                 (dense, quant)
             }
         };
+        // f32 weights in our panels where our projection runs (the CPU), else candle's matmul
+        // (in bf16 with `--precision bf16`, which only CUDA is let have).
         match dense {
-            Some(w) if hold.bf16 && !device.is_cpu() => {
-                Ok(Linear { dense: Some(w.to_dtype(DType::BF16)?), encoded: None, quant, panels_out: None })
-            }
-            Some(w) if device.is_cpu() => {
+            Some(w) if route::uses(Op::Project, kind, false)? => {
                 project::read_panels_in_place();
                 let out = w.dim(0)?;
                 Ok(Linear { dense: Some(project::pack(&w)?), encoded: None, quant, panels_out: Some(out) })
+            }
+            Some(w) if hold.bf16 => {
+                Ok(Linear { dense: Some(w.to_dtype(DType::BF16)?), encoded: None, quant, panels_out: None })
             }
             dense => Ok(Linear { dense, encoded: None, quant, panels_out: None }),
         }
@@ -115,9 +143,9 @@ impl Linear {
     /// weights that keep candle's quantised form (a GPU's native weights, the quantised and auto
     /// paths) stay apart, and their products are put side by side after.
     pub(crate) fn join(ws: Vec<LoadedWeight>, hold: &Hold, device: &Device) -> candle_core::Result<Joined> {
-        let (path, native) = (hold.matmul, hold.native);
+        let kind = DeviceKind::of(device);
         let all_encoded = ws.iter().all(|w| matches!(w, LoadedWeight::Encoded(_)));
-        if native && device.is_cpu() && path == MatmulPath::Dense && all_encoded {
+        if hold.encoded_panels(kind)? && all_encoded {
             let parts = ws
                 .into_iter()
                 .filter_map(|w| match w {
@@ -129,7 +157,7 @@ impl Linear {
             let integer = hold.integer(&w);
             return Ok(Joined::One(Linear { dense: None, encoded: Some((w, integer)), quant: None, panels_out: None }));
         }
-        let keeps_quant = (path != MatmulPath::Dense || (native && !device.is_cpu()))
+        let keeps_quant = (hold.matmul != MatmulPath::Dense || hold.native_quantised(kind)?)
             && ws.iter().any(|w| matches!(w, LoadedWeight::Encoded(_)));
         if keeps_quant || ws.len() < 2 {
             let parts = ws.into_iter().map(|w| Linear::new(w, hold, device)).collect::<candle_core::Result<_>>()?;
@@ -240,6 +268,40 @@ mod tests {
         let one = joined.forward(&x.narrow(0, 0, 1)?)?.to_vec2::<f32>()?;
         for (a, b) in one[0].iter().zip(&want[0]) {
             assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+        Ok(())
+    }
+
+    /// `bytes` as an encoded `[rows, cols]` weight in an anonymous map.
+    fn encoded(bytes: &[u8], dtype: candle_core::quantized::GgmlDType, rows: usize, cols: usize) -> Encoded {
+        let mut m = memmap2::MmapMut::map_anon(bytes.len()).unwrap();
+        m.copy_from_slice(bytes);
+        Encoded::new(Arc::new(m.make_read_only().unwrap()), 0, dtype, rows, cols).unwrap()
+    }
+
+    /// The quantised matmul of a weight as the route makes it: candle's kernels for the block
+    /// encodings, f32 decoded at load for the float ones; either way the products candle's own
+    /// `QMatMul::from_arc` gives (here on the CPU, where both exist).
+    #[test]
+    fn the_quantised_matmul_is_candle_s_for_every_encoding() -> candle_core::Result<()> {
+        let (rows, cols) = (5, 256);
+        let dev = Device::Cpu;
+        let w = Tensor::randn(0f32, 1., (rows, cols), &dev)?;
+        let x = Tensor::randn(0f32, 1., (3, cols), &dev)?;
+        use candle_core::quantized::GgmlDType;
+        for dtype in [GgmlDType::F32, GgmlDType::F16, GgmlDType::BF16, GgmlDType::Q4_0, GgmlDType::Q8_0, GgmlDType::Q4K]
+        {
+            let bytes = candle_core::quantized::QTensor::quantize(&w, dtype)?.data()?.to_vec();
+            let e = encoded(&bytes, dtype, rows, cols);
+            let ours = quantised_matmul(&e, &dev)?;
+            let floats = matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16);
+            assert_eq!(matches!(ours, QMatMul::Tensor(_)), floats, "{dtype:?}");
+            assert_eq!(matches!(ours, QMatMul::QTensor(_)), !floats, "{dtype:?}");
+            let candle = QMatMul::from_arc(Arc::new(e.to_qtensor(&dev)?))?;
+            for x in [x.clone(), x.narrow(0, 0, 1)?] {
+                let (a, b) = (ours.forward(&x)?.to_vec2::<f32>()?, candle.forward(&x)?.to_vec2::<f32>()?);
+                assert_eq!(a, b, "{dtype:?}");
+            }
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ mod rope;
 pub(crate) use attention::Attention;
 pub(crate) use embedding::{Embedding, Head, Table};
 pub(crate) use layer::Layer;
-pub(crate) use linear::{Hold, Linear, LoadedWeight};
+pub(crate) use linear::{quantised_matmul, Hold, Linear, LoadedWeight};
 pub(crate) use mask::{grouped_tree_mask, stem_tree_mask};
 pub(crate) use mlp::Mlp;
 pub(crate) use norm::RmsNorm;
@@ -109,11 +109,12 @@ impl Transformer {
         }
     }
 
-    /// The integer kernel's instructions, when it multiplies: `amx` or `avx512`.
+    /// The integer kernel's instructions, when it multiplies: `amx`, `avx512` or `neon`.
     pub(crate) fn cpu_kernel(&self) -> Option<&'static str> {
         self.integer().map(|i| match i.kernel {
             Kernel::Amx => "amx",
             Kernel::Avx512 => "avx512",
+            Kernel::Neon => "neon",
         })
     }
 

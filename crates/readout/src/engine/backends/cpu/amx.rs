@@ -24,10 +24,12 @@ pub(crate) fn available() -> bool {
     *OK.get_or_init(detect)
 }
 
-/// The kernel to multiply with: AMX where [`available`], AVX-512 otherwise.
+/// The kernel to multiply with: AMX where [`available`], AVX-512 otherwise; NEON on aarch64.
 pub(crate) fn best() -> super::int8::Kernel {
     if available() {
         super::int8::Kernel::Amx
+    } else if cfg!(target_arch = "aarch64") {
+        super::int8::Kernel::Neon
     } else {
         super::int8::Kernel::Avx512
     }

@@ -1,6 +1,6 @@
 //! Integer dot products for weights in a block-quantised encoding (Q4_0, Q4_1, Q5_0, Q5_1,
-//! Q8_0, Q4_K, Q5_K, Q6_K) on CPUs with AVX-512 VNNI, and through AMX tiles where the CPU has
-//! them (`amx.rs`).
+//! Q8_0, Q4_K, Q5_K, Q6_K) on CPUs with AVX-512 VNNI, through AMX tiles where the CPU has
+//! them (`amx.rs`), and with NEON's dot products on aarch64 (`neon.rs`).
 //!
 //! Why it exists: f32 arithmetic was already near the CPU's peak; a 4-bit judge multiplied in f32
 //! can be no faster than an f32 one. `vpdpbusd` multiplies 64 pairs of bytes in the time an f32
@@ -46,10 +46,10 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// Whether the integer kernel can multiply `w`: every part in an encoding it reads, rows of whole
-/// blocks, and the kernel runs on this CPU.
-pub(crate) fn ready(w: &Stacked) -> bool {
-    w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && available()
+/// Whether the integer kernel can multiply `w` with `kernel`: every part in an encoding it reads,
+/// rows of whole blocks, and the kernel runs on this CPU.
+pub(crate) fn ready(w: &Stacked, kernel: Kernel) -> bool {
+    w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && kernel.runs()
 }
 
 /// Whether weights of `dtype` are written exactly as `d·u + m` blocks of 32 (Q6_K: of 16).
@@ -102,11 +102,25 @@ impl Width {
     }
 }
 
-/// Which instructions multiply: AVX-512 VNNI vectors, or AMX tiles. Both give the same bits.
+/// Which instructions multiply: AVX-512 VNNI vectors, AMX tiles, or NEON's dot products on
+/// aarch64 (`neon.rs`). All give the same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kernel {
     Avx512,
     Amx,
+    /// Reads the AMX kernel's layouts.
+    Neon,
+}
+
+impl Kernel {
+    /// Whether this kernel's instructions run on this CPU.
+    pub(crate) fn runs(self) -> bool {
+        match self {
+            Kernel::Avx512 => available(),
+            Kernel::Amx => super::amx::available(),
+            Kernel::Neon => super::neon::available(),
+        }
+    }
 }
 
 /// How a projection goes through the integer kernel: the activations' width and the
@@ -122,11 +136,11 @@ pub(crate) struct Integer {
 /// activations, and the error of a block's sum is `Σ w·(a − s·q)`, whatever the offset).
 ///
 /// For [`Kernel::Avx512`], `q` holds the values little-endian, one or two bytes each. For
-/// [`Kernel::Amx`], `q` holds a byte per value (8-bit: the value; 16-bit: its signed high byte
+/// [`Kernel::Amx`] (and [`Kernel::Neon`]), `q` holds a byte per value (8-bit: the value; 16-bit: its signed high byte
 /// `h`) and `lo` the unsigned low bytes `l` of 16-bit values, each padded with 15 rows of zeros, so a tile of
 /// 16 rows can start at any row.
-// Only the x86-64 kernel reads them; elsewhere `ready` is false and they are never made.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+// Only the x86-64 and aarch64 kernels read them; elsewhere `ready` is false and they are never made.
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 pub(crate) struct Acts {
     pub q: Vec<u8>,
     pub lo: Vec<u8>,
@@ -228,7 +242,7 @@ pub(crate) struct Panel {
 pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kernel: Kernel, p: &mut Panel) {
     let sub = w.dtypes().map(sub_block).min().unwrap_or(BLOCK);
     let lanes = match kernel {
-        Kernel::Amx => 4,
+        Kernel::Amx | Kernel::Neon => 4,
         Kernel::Avx512 => width.per_lane(),
     };
     p.sub = sub;
@@ -449,7 +463,7 @@ pub(crate) unsafe fn multiply(
 
 /// The scale and the `s·Σq` of row `r`'s sub-block `b` (of `sub` values) of `a`.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 pub(super) fn row_terms(a: &Acts, r: usize, b: usize, sub: usize) -> (f32, f32) {
     let k = a.k;
     let s = a.scale[r * (k / BLOCK) + b * sub / BLOCK];
@@ -683,7 +697,8 @@ mod x86 {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+// Only the AMX kernel (x86-64 Linux, amx.rs) stores through this from outside the module.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(super) use x86::store;
 
 #[cfg(test)]
@@ -763,7 +778,7 @@ pub(crate) mod tests {
         match (a.kernel, a.width) {
             (_, Width::I8) => a.q[i] as i8 as i64,
             (Kernel::Avx512, Width::I16) => i16::from_le_bytes([a.q[2 * i], a.q[2 * i + 1]]) as i64,
-            (Kernel::Amx, Width::I16) => 256 * (a.q[i] as i8 as i64) + a.lo[i] as i64,
+            (Kernel::Amx | Kernel::Neon, Width::I16) => 256 * (a.q[i] as i8 as i64) + a.lo[i] as i64,
         }
     }
 

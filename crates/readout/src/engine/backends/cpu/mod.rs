@@ -1,5 +1,6 @@
 //! The CPU's own kernels, under candle's: the projections over weights laid out once in panels
-//! (`project`), the integer dot products for block-quantised weights (`int8`), and attention's
+//! (`project`), the integer dot products for block-quantised weights (`int8`; on AMX tiles
+//! `amx`, on aarch64 `neon`), and attention's
 //! masked softmax and the MLP's gated activations as fused SIMD loops (`fused`). They exist
 //! because candle's stock CPU ops repack, allocate and call libm where the readout's passes
 //! spend their time; each one's numbers depend neither on the rows sharing a pass nor on the
@@ -8,6 +9,7 @@
 pub(crate) mod amx;
 pub(crate) mod fused;
 pub(crate) mod int8;
+pub(crate) mod neon;
 pub(crate) mod peak;
 pub(crate) mod project;
 

@@ -2,7 +2,8 @@
 //! (`fused`: the residual add with its norm, the q, k and v heads, the gated activations) and
 //! a pass's attention in one kernel (`tree_attention`). Each op's CPU forward is the CPU's own
 //! loop or the reference its CUDA kernel is checked against, and its CUDA forward the launch in
-//! `backends/cuda` (without the `cuda` feature, the stub's refusal, never reached).
+//! `backends/cuda` (without the `cuda` feature, the stub's refusal, never reached). None has a
+//! Metal forward: `backends/route.rs` decides where each runs, and on Metal none does.
 
 mod fused;
 mod tree_attention;
