@@ -49,7 +49,7 @@ pub(crate) fn available() -> bool {
 /// Whether the integer kernel can multiply `w` with `kernel`: every part in an encoding it reads,
 /// rows of whole blocks, and the kernel runs on this CPU.
 pub(crate) fn ready(w: &Stacked, kernel: Kernel) -> bool {
-    w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && kernel.runs()
+    w.cols().is_multiple_of(BLOCK) && w.dtypes().all(encodes) && super::runs(kernel)
 }
 
 /// Whether weights of `dtype` are written exactly as `d·u + m` blocks of 32 (Q6_K: of 16).
@@ -110,17 +110,6 @@ pub(crate) enum Kernel {
     Amx,
     /// Reads the AMX kernel's layouts.
     Neon,
-}
-
-impl Kernel {
-    /// Whether this kernel's instructions run on this CPU.
-    pub(crate) fn runs(self) -> bool {
-        match self {
-            Kernel::Avx512 => available(),
-            Kernel::Amx => super::amx::available(),
-            Kernel::Neon => super::neon::available(),
-        }
-    }
 }
 
 /// How a projection goes through the integer kernel: the activations' width and the

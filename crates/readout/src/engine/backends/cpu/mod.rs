@@ -13,6 +13,16 @@ pub(crate) mod neon;
 pub(crate) mod peak;
 pub(crate) mod project;
 
+/// Whether the integer kernel's instructions `kernel` run on this CPU. Here, above the three
+/// kernels, so that `int8` (whose types the AMX and NEON kernels read) knows neither of them.
+pub(crate) fn runs(kernel: int8::Kernel) -> bool {
+    match kernel {
+        int8::Kernel::Avx512 => int8::available(),
+        int8::Kernel::Amx => amx::available(),
+        int8::Kernel::Neon => neon::available(),
+    }
+}
+
 /// Output columns per panel of a laid-out weight: gemm's f32 AVX-512 kernel is 64 wide (four
 /// vectors of 16). The projections' panels (`project`) and the integer kernel's decoded panels
 /// (`int8`) are this wide.

@@ -237,7 +237,7 @@ fn products(x: &[f32], (rows, k, out): (usize, usize, usize), w: Panels<'_>) -> 
                     Kernel::Neon => super::neon::multiply,
                 };
                 // SAFETY: the integer kernel runs on this CPU (`int8::ready` chose this path
-                // only where `kernel.runs()`); this task alone writes
+                // only where `cpu::runs(kernel)`); this task alone writes
                 // columns pi*64 .. pi*64 + cols of rows first .. last, all inside dst (rows * out
                 // values); every element is written before the length is set below.
                 unsafe { multiply(panel, acts, (first, last), d.0, out, pi * PANEL, cols) };
