@@ -5,6 +5,7 @@ mod bench;
 mod calibrate;
 mod completions;
 mod derive;
+mod jury;
 mod labels;
 mod levers;
 mod markdown;
@@ -48,6 +49,9 @@ enum Command {
     Compare(report::CompareArgs),
     /// Fit a temperature on a result file's rows, checked on held-out folds; write a calibration file.
     Calibrate(calibrate::CalibrateArgs),
+    /// Pool several judges' result files on one eval set into a jury (equal or fitted weights):
+    /// each judge, the jury, the jury against the best judge, the judges' agreement.
+    Jury(jury::JuryArgs),
     /// The table of every run in a results folder.
     Table(report::TableArgs),
     /// Check the judge against your own labels: draw texts to label, then agreement and
@@ -311,6 +315,7 @@ pub fn run() -> Result<i32> {
         Command::Run(a) => run::run_cmd(a),
         Command::Compare(a) => report::compare_cmd(a),
         Command::Calibrate(a) => calibrate::run(a),
+        Command::Jury(a) => jury::run(a),
         Command::Table(a) => report::table(a),
         Command::Labels(a) => labels::run(a),
         Command::Info(a) => info(a),

@@ -2,7 +2,8 @@
 //! calibrate` on a committed run (its file held to `schema/calibration.schema.json`, refusals
 //! with their thresholds), `--calibration` applied in combine and recorded, `--debias batch`
 //! checked against its prior recomputed from the rows, abstaining in `score`, the bootstrap
-//! interval of `compare`, and the new metrics in every written result file.
+//! interval of `compare`, the new metrics in every written result file, and `readout jury` over
+//! the three real judges' committed runs.
 
 use crate::common;
 
@@ -215,4 +216,91 @@ fn compare_gives_a_group_bootstrap_interval_beside_mcnemar() {
     assert_eq!(serde_json::from_str::<Value>(&ok(&readout(&["compare", a, CYCLIC, "--json"]))).unwrap(), c);
     let human = ok(&readout(&["compare", a, CYCLIC]));
     assert!(human.contains("group bootstrap") && human.contains("McNemar"), "{human}");
+}
+
+const JUDGES: [&str; 3] = [
+    CYCLIC,
+    "bench/results/authored144_gemma-3-270m-q4_k_m_readout_3shot_cyclic.json",
+    "bench/results/authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json",
+];
+
+/// `readout jury` on `results` with `extra` flags, the file held to `schema/jury.schema.json`.
+fn jury(dir: &Path, name: &str, results: &[&str], extra: &[&str]) -> (String, Value) {
+    let out = dir.join(name).display().to_string();
+    let mut args = vec!["jury"];
+    args.extend(results);
+    args.extend(["-o", &out, "--resamples", "200"]);
+    args.extend(extra);
+    let text = ok(&readout(&args));
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/jury.schema.json")).unwrap())
+            .unwrap();
+    let doc = json(Path::new(&out));
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    (text, doc)
+}
+
+#[test]
+fn a_jury_pools_the_judges_probabilities_and_records_every_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, doc) = jury(dir.path(), "equal.json", &JUDGES, &[]);
+    assert!(text.contains("jury of 3 judges") && text.contains("Krippendorff"), "{text}");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 144);
+    assert_eq!(doc["judges"].as_array().unwrap().len(), 3);
+    // Equal weights: each row's pool is the mean of the judges' probabilities as their runs
+    // gave them, and its answer the pool's largest.
+    let runs: Vec<Value> = JUDGES.iter().map(|p| json(&common::repo().join(p))).collect();
+    for (i, row) in rows.iter().enumerate() {
+        let probs: Vec<f64> = row["probs"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        for (o, p) in probs.iter().enumerate() {
+            let mean = runs.iter().map(|r| r["rows"][i]["probs"][o].as_f64().unwrap()).sum::<f64>() / 3.0;
+            assert!((p - mean).abs() < 1e-12, "row {i} option {o}: {p} against {mean}");
+        }
+        let best = (0..probs.len()).fold(0, |b, o| if probs[o] > probs[b] { o } else { b });
+        assert_eq!(row["predicted"], best);
+        let answers: Vec<&Value> = row["judges"].as_array().unwrap().iter().map(|j| &j["predicted"]).collect();
+        assert_eq!(row["disagree"], answers.iter().any(|a| *a != answers[0]));
+    }
+    for (j, run) in runs.iter().enumerate() {
+        assert_eq!(doc["judges"][j]["weight"].as_f64().unwrap(), 1.0 / 3.0);
+        assert_eq!(doc["judges"][j]["model_sha256"], run["model"]["sha256"]);
+    }
+    assert_eq!(doc["agreement"].as_array().unwrap().last().unwrap()["criterion"], "all");
+
+    // Fitted weights: on the simplex, one set per fold, every row pooled by its fold's.
+    let (_, fitted) = jury(dir.path(), "fitted.json", &JUDGES, &["--weights", "fitted"]);
+    let w = &fitted["weights"];
+    assert_eq!((w["method"].as_str(), w["folds"].as_u64()), (Some("fitted"), Some(5)));
+    for fold in w["fold_weights"].as_array().unwrap() {
+        let sum: f64 = fold.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{fold}");
+    }
+    // Abstaining where the judges disagree answers only the rows where they agree.
+    let (_, abstain) = jury(dir.path(), "abstain.json", &JUDGES[..2], &["--abstain-on-disagreement"]);
+    let rows = abstain["rows"].as_array().unwrap();
+    let agreed = rows.iter().filter(|r| r["disagree"] == false).count();
+    assert_eq!(abstain["answered"].as_u64().unwrap() as usize, agreed);
+    assert!(rows.iter().all(|r| (r["disagree"] == true) == r["predicted"].is_null()));
+}
+
+#[test]
+fn a_jury_of_different_rows_names_the_judge_and_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    // A copy of a judge's run without its first row.
+    let mut run = json(&common::repo().join(JUDGES[1]));
+    let first = run["rows"][0]["id"].as_str().unwrap().to_string();
+    run["rows"].as_array_mut().unwrap().remove(0);
+    let short = dir.path().join("short.json");
+    std::fs::write(&short, serde_json::to_vec(&run).unwrap()).unwrap();
+    let out = dir.path().join("j.json").display().to_string();
+    let res = readout(&["jury", JUDGES[0], short.to_str().unwrap(), "-o", &out]);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(!res.status.success());
+    assert!(err.contains("short.json") && err.contains(&first), "{err}");
+    // One result file is a judge, not a jury: clap refuses it.
+    let res = readout(&["jury", JUDGES[0], "-o", &out]);
+    assert_eq!(res.status.code(), Some(2));
 }

@@ -68,7 +68,7 @@ pub fn fit_temperature(rows: &[(&[f64], usize)]) -> f64 {
 
 /// Folds by group: the distinct group ids in order of first appearance, shuffled by `seed`, dealt
 /// round-robin to `k` folds; returns each row's fold.
-fn folds_by_group(rows: &[ScoredRow], k: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn folds_by_group(rows: &[ScoredRow], k: usize, seed: u64) -> Vec<usize> {
     let mut groups: Vec<&str> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for r in rows {
