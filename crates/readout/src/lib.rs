@@ -5,7 +5,8 @@
 //! utilities ([`error`], [`math`], [`hash`], [`atomic`], [`memory`]); the [`engine`] (a model,
 //! its tokenizer and chat template, the passes: nothing about rubrics); the [`hub`] and the
 //! [`models`] catalogue; the typed options ([`config`], [`debias`], [`truncate`]) and the
-//! figures ([`metrics`], [`agreement`] between raters, [`rates`] corrected by labels); the
+//! figures ([`metrics`], [`agreement`] between raters, [`rates`] corrected by labels,
+//! [`pairwise`] win rates and Bradley–Terry scores); the
 //! [`formats`] Readout reads and writes (rubrics, eval sets, texts, result, calibration and
 //! labels files); the [`pipeline`], one module per stage, data flowing one way: input (an eval
 //! set's rows with gold, or a rubric's criteria for texts) → plan (prompts, fitted to the
@@ -57,6 +58,7 @@ pub mod agreement;
 pub mod config;
 pub mod debias;
 pub mod metrics;
+pub mod pairwise;
 pub mod rates;
 pub mod truncate;
 // The files Readout reads and writes.
