@@ -11,6 +11,7 @@ mod levers;
 mod markdown;
 mod mcp;
 mod models;
+mod pairwise;
 mod profile;
 mod prompts;
 mod pull;
@@ -52,6 +53,9 @@ enum Command {
     /// Pool several judges' result files on one eval set into a jury (equal or fitted weights):
     /// each judge, the jury, the jury against the best judge, the judges' agreement.
     Jury(jury::JuryArgs),
+    /// Pairwise questions: turn a pairs file into an eval set, and the systems' win rates and
+    /// Bradley–Terry scores from a run of it.
+    Pairwise(pairwise::PairwiseArgs),
     /// The table of every run in a results folder.
     Table(report::TableArgs),
     /// Check the judge against your own labels: draw texts to label, then agreement and
@@ -316,6 +320,7 @@ pub fn run() -> Result<i32> {
         Command::Compare(a) => report::compare_cmd(a),
         Command::Calibrate(a) => calibrate::run(a),
         Command::Jury(a) => jury::run(a),
+        Command::Pairwise(a) => pairwise::run(a),
         Command::Table(a) => report::table(a),
         Command::Labels(a) => labels::run(a),
         Command::Info(a) => info(a),

@@ -304,3 +304,50 @@ fn a_jury_of_different_rows_names_the_judge_and_the_row() {
     let res = readout(&["jury", JUDGES[0], "-o", &out]);
     assert_eq!(res.status.code(), Some(2));
 }
+
+#[test]
+fn a_pairwise_set_runs_with_both_orders_and_gives_standings() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("pairs.jsonl").display().to_string();
+    ok(&readout(&["pairwise", "evalset", "bench/evalsets/pairwise24.pairs.jsonl", "-o", &set]));
+    // The committed eval set is what the command makes of the committed pairs file.
+    let committed = std::fs::read_to_string(common::repo().join("bench/evalsets/pairwise24.jsonl")).unwrap();
+    assert_eq!(std::fs::read_to_string(&set).unwrap(), committed);
+    let out = dir.path().join("run.json").display().to_string();
+    ok(&readout(&["run", &set, "--debias", "cyclic", "--out", &out]));
+    // Every pair read in both orders of its two responses (and a tie's three rotations).
+    let run = json(Path::new(&out));
+    for row in run["rows"].as_array().unwrap() {
+        let n = row["option_ids"].as_array().unwrap().len();
+        assert_eq!(row["orderings"].as_array().unwrap().len(), n, "{}", row["id"]);
+        assert!(row["order_unstable"].is_boolean());
+    }
+    let report: Value = serde_json::from_str(&ok(&readout(&["pairwise", "standings", &out, "--json"]))).unwrap();
+    assert_eq!(report["pairs"], 24);
+    let systems = report["systems"].as_array().unwrap();
+    assert_eq!(systems.len(), 3);
+    for s in systems {
+        assert_eq!(s["judge"]["games"], 16);
+        let (lo, est, hi) = (&s["judge"]["score"]["lo"], &s["judge"]["score"]["estimate"], &s["judge"]["score"]["hi"]);
+        assert!(lo.as_f64() <= est.as_f64() && est.as_f64() <= hi.as_f64(), "{s}");
+        // By gold, accurate wins all 16 of its games; the others lose 8 to it and tie 8 with each other.
+        let gold = s["gold"]["win_rate"]["estimate"].as_f64().unwrap();
+        assert_eq!(gold, if s["system"] == "accurate" { 1.0 } else { 0.25 }, "{s}");
+    }
+    // A pairs file with a bad line names it.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"id\":\"x\",\"prompt\":\"p\",\"system_a\":\"s\",\"response_a\":\"r\",\"system_b\":\"t\",\"winner\":\"a\"}\n",
+    )
+    .unwrap();
+    let res = readout(&[
+        "pairwise",
+        "evalset",
+        bad.to_str().unwrap(),
+        "-o",
+        &dir.path().join("o.jsonl").display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(!res.status.success() && err.contains("bad.jsonl:1") && err.contains("response_b"), "{err}");
+}

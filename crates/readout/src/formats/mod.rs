@@ -6,6 +6,7 @@ pub mod calibration;
 pub mod evalset;
 pub mod jury;
 pub mod labels;
+pub mod pairwise;
 pub mod results;
 pub mod rubric;
 pub mod texts;
