@@ -30,13 +30,7 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(a: CalibrateArgs) -> Result<i32> {
-    if a.out.exists() && !a.force {
-        return Err(readout::Error::Config(format!(
-            "{} exists and is kept; pass --force to overwrite it, or another -o",
-            a.out.display()
-        ))
-        .into());
-    }
+    super::keep_existing(&a.out, a.force)?;
     let result = ResultFile::load(&a.result)?;
     let sha = readout::hash::sha256_file(&a.result)?;
     let cal = calibrate::fit(&result, &a.result, &sha, a.folds, a.seed)?;

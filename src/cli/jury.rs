@@ -43,13 +43,7 @@ pub struct JuryArgs {
 }
 
 pub fn run(a: JuryArgs) -> Result<i32> {
-    if a.out.exists() && !a.force {
-        return Err(readout::Error::Config(format!(
-            "{} exists and is kept; pass --force to overwrite it, or another -o",
-            a.out.display()
-        ))
-        .into());
-    }
+    super::keep_existing(&a.out, a.force)?;
     let mut loaded = Vec::with_capacity(a.results.len());
     for p in &a.results {
         let result = ResultFile::load(p)?;

@@ -337,6 +337,18 @@ pub fn run() -> Result<i32> {
     }
 }
 
+/// Refuse to overwrite `out` unless `--force` was given.
+fn keep_existing(out: &std::path::Path, force: bool) -> Result<()> {
+    if out.exists() && !force {
+        return Err(readout::Error::Config(format!(
+            "{} exists and is kept; pass --force to overwrite it, or another -o",
+            out.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 fn info(a: InfoArgs) -> Result<i32> {
     let engine = a.model.load()?;
     let info = engine.info();

@@ -51,13 +51,7 @@ enum PairwiseCommand {
 pub fn run(a: PairwiseArgs) -> Result<i32> {
     match a.command {
         PairwiseCommand::Evalset { pairs: input, out, force } => {
-            if out.exists() && !force {
-                return Err(readout::Error::Config(format!(
-                    "{} exists and is kept; pass --force to overwrite it, or another -o",
-                    out.display()
-                ))
-                .into());
-            }
+            super::keep_existing(&out, force)?;
             let read = pairs::read(&input)?;
             let mut text = Vec::new();
             for p in &read {

@@ -26,18 +26,21 @@ fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `doc` is valid against the repository's JSON Schema at `schema`.
+fn held_to(schema: &str, doc: &Value) {
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(common::repo().join(schema)).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 /// Fit a temperature on the committed cyclic run into `dir`; the file is held to its schema.
 fn calibrate(dir: &Path) -> (String, Value) {
     let cal = dir.join("cal.json").display().to_string();
     let text = ok(&readout(&["calibrate", CYCLIC, "-o", &cal]));
     assert!(text.contains("temperature") && text.contains("ECE"), "{text}");
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/calibration.schema.json")).unwrap())
-            .unwrap();
     let doc = json(Path::new(&cal));
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    held_to("schema/calibration.schema.json", &doc);
     (cal, doc)
 }
 
@@ -232,13 +235,8 @@ fn jury(dir: &Path, name: &str, results: &[&str], extra: &[&str]) -> (String, Va
     args.extend(["-o", &out, "--resamples", "200"]);
     args.extend(extra);
     let text = ok(&readout(&args));
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(common::repo().join("schema/jury.schema.json")).unwrap())
-            .unwrap();
     let doc = json(Path::new(&out));
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    held_to("schema/jury.schema.json", &doc);
     (text, doc)
 }
 

@@ -569,7 +569,7 @@ pub fn position_bias(rows: &[ScoredRow]) -> PositionBias {
 }
 
 /// Percentile by linear interpolation between order statistics (NumPy's default).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     let h = q * (sorted.len() - 1) as f64;
     let i = h.floor() as usize;
     let j = (i + 1).min(sorted.len() - 1);

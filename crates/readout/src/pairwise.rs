@@ -129,16 +129,6 @@ fn games(cs: &[&Comparison]) -> Vec<(usize, usize, f64)> {
         .collect()
 }
 
-/// The (2.5, 97.5) percentiles of sorted values, linearly interpolated.
-fn percentiles(sorted: &[f64]) -> (f64, f64) {
-    let at = |q: f64| {
-        let h = q * (sorted.len() - 1) as f64;
-        let (i, f) = (h.floor() as usize, h - h.floor());
-        sorted[i] + f * (sorted[(i + 1).min(sorted.len() - 1)] - sorted[i])
-    };
-    (at(0.025), at(0.975))
-}
-
 /// Every system's win rate and Bradley–Terry score, the scores' intervals from `resamples`
 /// draws of the comparisons' groups (seeded; with 0 resamples the interval is the point).
 pub fn standings(systems: usize, comparisons: &[Comparison], resamples: usize, seed: u64) -> Vec<Standing> {
@@ -184,7 +174,7 @@ pub fn standings(systems: usize, comparisons: &[Comparison], resamples: usize, s
                 false => {
                     let mut d = draws[i].clone();
                     d.sort_by(f64::total_cmp);
-                    percentiles(&d)
+                    (crate::metrics::percentile(&d, 0.025), crate::metrics::percentile(&d, 0.975))
                 }
             };
             Standing { games: n, win_rate: wilson(w, n as f64), score: Estimate { estimate: scores[i], lo, hi } }

@@ -31,8 +31,6 @@ use crate::metrics::{self, ScoredRow, NLL_FLOOR};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-pub use crate::formats::jury::JuryWeights as Weights;
-
 /// How a jury is pooled and reported.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JuryOptions {
@@ -143,10 +141,9 @@ fn argmax(p: &[f64]) -> usize {
 
 /// Every judge's rows in the first judge's order, checked to be the same rows and options.
 fn aligned(judges: &[Judge]) -> Result<Vec<Vec<ScoredRow>>> {
-    let first = judges.first().ok_or_else(|| Error::Config("a jury needs at least two result files".into()))?;
-    if judges.len() < 2 {
+    let [first, _, ..] = judges else {
         return Err(Error::Config("a jury needs at least two result files; one is a judge, not a jury".into()));
-    }
+    };
     let bad = |j: &Judge, reason: String| Error::BadFile { path: j.path.to_path_buf(), reason };
     for j in judges {
         let r = j.result;
