@@ -204,7 +204,7 @@ impl Judge {
             truncate_middle,
             ..ScoreRequest::default()
         };
-        let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL).map_err(lib_err)?;
+        let ScoreJob { rubric, texts, config, .. } = request.validate(Policy::LOCAL).map_err(lib_err)?;
         let results = py
             .allow_threads(|| {
                 readout::jobs::score::score_texts(

@@ -93,7 +93,7 @@ fn line(name: &str, weight: String, s: &Summary) {
     );
 }
 
-fn print_summary(f: &JuryFile) {
+pub(super) fn print_summary(f: &JuryFile) {
     println!(
         "jury of {} judges on {} ({} rows) · weights {}{}",
         f.judges.len(),

@@ -185,9 +185,10 @@ pub fn truncate(middle: bool) -> readout::truncate::Truncate {
 pub struct ModelArgs {
     /// A GGUF file, a Hugging Face model directory, or a model on the Hugging Face hub:
     /// hf:ORG/REPO[@REVISION][:FILE] (downloaded into the Hugging Face cache once, then read from
-    /// it) [default: models/SmolLM2-135M-Instruct.Q4_1.gguf].
+    /// it) [default: models/SmolLM2-135M-Instruct.Q4_1.gguf]. `run` and `score` take it more
+    /// than once: a jury of those models (files or folders), read one after another.
     #[arg(long, short = 'm')]
-    pub model: Option<PathBuf>,
+    pub model: Vec<PathBuf>,
     /// With --model hf:…: use the Hugging Face cache only, never the network (also HF_HUB_OFFLINE=1).
     #[arg(long)]
     pub offline: bool,
@@ -264,7 +265,13 @@ impl ModelArgs {
     /// The model's path: the one named, or for `hf:ORG/REPO…` the file (or directory) in the
     /// Hugging Face cache, fetched when missing, and where it came from.
     pub fn path(&self) -> Result<(PathBuf, Option<readout::hub::ModelSource>)> {
-        let named = self.model.clone().unwrap_or_else(default_model);
+        if self.model.len() > 1 {
+            anyhow::bail!(
+                "{} models named; this command reads one (several --model make a jury, which `readout run` and `readout score` take)",
+                self.model.len()
+            );
+        }
+        let named = self.model.first().cloned().unwrap_or_else(default_model);
         Ok(match named.to_str().and_then(readout::hub::HubSpec::from_model_arg) {
             Some(spec) => {
                 let spec = spec?;
@@ -272,6 +279,30 @@ impl ModelArgs {
                 (resolved.path, Some(resolved.source))
             }
             None => (named, None),
+        })
+    }
+
+    /// Load a jury's judge: its model file or folder with these options and its own chat
+    /// template where it names one; returns the engine and the load's seconds (the sha256
+    /// included).
+    pub fn load_judge(&self, spec: &readout::formats::judges::JudgeSpec) -> readout::Result<(Engine, f64)> {
+        let t0 = std::time::Instant::now();
+        let mut opts = self.load_options();
+        if let Some(t) = &spec.chat_template {
+            opts.chat_template = Some(t.parse().map_err(readout::Error::Config)?);
+        }
+        let engine = Engine::load(&spec.model, &opts)?;
+        if let Some(why) = &engine.info().device_fallback {
+            eprintln!("readout: {why}");
+        }
+        engine.sha256()?;
+        Ok((engine, t0.elapsed().as_secs_f64()))
+    }
+
+    /// The judges of `--model A --model B …` as a score request's `judges` (`None` for one model).
+    pub fn judges(&self) -> Option<serde_json::Value> {
+        (self.model.len() > 1).then(|| {
+            self.model.iter().map(|m| serde_json::json!({ "model": m.to_string_lossy() })).collect::<Vec<_>>().into()
         })
     }
 

@@ -3,8 +3,12 @@
 use super::{ModelArgs, SelectArgs};
 use anyhow::{Context, Result};
 use clap::Args;
+use readout::analysis::jury::JuryOptions;
 use readout::formats::evalset::{EvalSet, LoadOptions};
+use readout::formats::judges::Panel;
+use readout::formats::jury::JuryWeights;
 use readout::formats::results::{default_name, unused_path, ResultFile, Status};
+use readout::jobs::jury::{judge_result_path, run_panel, PanelRunInput};
 use readout::jobs::run::{run, Control, Mode, Progress, RunInput};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,6 +64,19 @@ pub struct RunArgs {
     /// Print the metrics as JSON at the end instead of a summary.
     #[arg(long)]
     json: bool,
+    /// A judges file (schema/judges.schema.json: each judge's model, chat template, calibration
+    /// and weight): a jury instead of one model, as several --model make one. --out is then the
+    /// jury file; each judge's result file goes beside it (`OUT.judge-N.MODEL.json`).
+    #[arg(long, value_name = "JUDGES.json", conflicts_with_all = ["model", "resume"])]
+    judges: Option<PathBuf>,
+    /// A jury's weights: equal, or fitted (each judge's temperature and the pool's weights
+    /// cross-fitted on folds by group) [default: the judges file's weights where it gives them
+    /// (given), else equal].
+    #[arg(long, value_name = "equal|fitted")]
+    jury_weights: Option<readout::formats::jury::JuryWeights>,
+    /// With a jury: give no answer where the judges do not all give the same one.
+    #[arg(long)]
+    abstain_on_disagreement: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -93,6 +110,20 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
     let mut config = builder.build()?;
     // The set's rows and shots are checked before the model loads: a bad input costs no load.
     readout::jobs::run::check_input(&set, &config, sel.limit)?;
+    let panel = match &a.judges {
+        Some(p) => Some(Panel::load(p)?),
+        None if a.model.model.len() > 1 => Some(Panel::of_models(a.model.model.clone(), false)?),
+        None => None,
+    };
+    if let Some(mut panel) = panel {
+        panel.abstain_on_disagreement |= a.abstain_on_disagreement;
+        return run_jury(&a, &panel, &set, config);
+    }
+    if a.abstain_on_disagreement || a.jury_weights.is_some() {
+        anyhow::bail!(
+            "--abstain-on-disagreement and --jury-weights are for a jury: give --model more than once, or --judges"
+        );
+    }
     // A bad partial file is refused before the model loads; it is resumed once it has.
     if let Some(p) = &a.resume {
         ResultFile::load(p)?;
@@ -181,6 +212,101 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         super::report::print_summary(&result, &out);
     }
     Ok(if result.status == Status::Partial { 130 } else { 0 })
+}
+
+/// A jury's run: every judge reads the eval set in turn (its result file beside the jury's), then
+/// their runs are pooled into the jury file (`readout jury`'s), whose summary is printed.
+fn run_jury(a: &RunArgs, panel: &Panel, set: &EvalSet, config: readout::config::RunConfig) -> Result<i32> {
+    if a.resume.is_some() {
+        anyhow::bail!("--resume is for one model: run the jury again, or pool complete runs with `readout jury`");
+    }
+    let weights = match (a.jury_weights, panel.judges.iter().any(|j| j.weight.is_some())) {
+        (Some(w), _) => w,
+        (None, true) => JuryWeights::Given,
+        (None, false) => JuryWeights::Equal,
+    };
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => {
+            let path = PathBuf::from("bench/results").join(default_name(&set.name, "jury", &config));
+            if a.force {
+                path
+            } else {
+                unused_path(&path)
+            }
+        }
+    };
+    // Every file the jury writes is checked before the first judge loads.
+    super::keep_existing(&out, a.force)?;
+    for (i, j) in panel.judges.iter().enumerate() {
+        super::keep_existing(&judge_result_path(&out, i, &j.model), a.force)?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\nreadout: stopping after the current rows (Ctrl-C again to quit at once)");
+        });
+    }
+    let n = panel.judges.len();
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} {bar:30} {pos}/{len} rows  {per_sec}  elapsed {elapsed}  eta {eta}",
+        )
+        .expect("static template"),
+    );
+    let mut current = usize::MAX;
+    let mut progress = |i: usize, p: Progress| {
+        if i != current {
+            current = i;
+            bar.reset();
+            bar.set_message(format!("judge {}/{n}", i + 1));
+        }
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    };
+    let mut load = |_: usize, spec: &readout::formats::judges::JudgeSpec| a.model.load_judge(spec);
+    let mut keep = |i: usize, r: &ResultFile| -> readout::Result<PathBuf> {
+        let path = judge_result_path(&out, i, &panel.judges[i].model);
+        r.write(&path)?;
+        Ok(path)
+    };
+    let input = PanelRunInput { panel, eval_set: set, config, limit: a.select.limit, family: a.select.family.clone() };
+    let run = run_panel(input, &mut load, &mut progress, &stop, &mut keep).context("running the jury")?;
+    bar.finish_and_clear();
+    let opts = JuryOptions {
+        weights,
+        folds: readout::analysis::calibrate::FOLDS,
+        seed: 0,
+        resamples: 1000,
+        bootstrap_seed: 0,
+        abstain_on_disagreement: panel.abstain_on_disagreement,
+    };
+    let given = (weights == JuryWeights::Given).then(|| panel.weights());
+    let file = readout::analysis::jury::combine_weighted(&run.judges(), opts, given.as_deref())?;
+    file.write(&out).with_context(|| format!("writing {}", out.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&file)?);
+        return Ok(0);
+    }
+    for (i, (j, (path, _, _))) in run.judges.iter().zip(&run.results).enumerate() {
+        let rss = j.peak_rss_bytes.map(|b| format!(", peak RSS {:.0} MB", b as f64 / 1e6)).unwrap_or_default();
+        println!(
+            "judge {} {}: load {:.1} s, run {:.1} s{rss} → {}",
+            i + 1,
+            j.model,
+            j.load_seconds,
+            j.seconds,
+            path.display()
+        );
+    }
+    super::jury::print_summary(&file);
+    println!("wrote {}", out.display());
+    Ok(0)
 }
 
 fn parse_seconds(s: &str) -> std::result::Result<f64, String> {

@@ -76,6 +76,14 @@ pub struct ScoreArgs {
     /// below M: none of the options fits (`abstained: "letter_mass"`).
     #[arg(long, value_name = "M")]
     abstain_letter_mass: Option<f64>,
+    /// A judges file (schema/judges.schema.json: each judge's model, chat template, calibration
+    /// and weight): a jury instead of one model, as several --model make one.
+    #[arg(long, value_name = "JUDGES.json", conflicts_with_all = ["model", "calibration", "resume"])]
+    judges: Option<PathBuf>,
+    /// With a jury: give no answer where the judges do not all choose the same option
+    /// (`abstained: "disagreement"`).
+    #[arg(long)]
+    abstain_on_disagreement: bool,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -114,9 +122,20 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
         abstain_below: a.abstain_below,
         abstain_letter_mass: a.abstain_letter_mass,
         calibration: a.calibration.clone(),
+        judges: match &a.judges {
+            Some(p) => Some(p.to_string_lossy().into_owned().into()),
+            None => a.model.judges(),
+        },
+        abstain_on_disagreement: a.abstain_on_disagreement,
         ..ScoreRequest::default()
     };
-    let ScoreJob { rubric, texts, config } = request.validate(Policy::LOCAL)?;
+    let ScoreJob { rubric, texts, config, panel } = request.validate(Policy::LOCAL)?;
+    if let Some(panel) = panel {
+        if a.resume {
+            bail!("--resume is for one model: a jury's texts are scored again whole");
+        }
+        return score_jury(&a, &panel, &rubric, &texts, &config);
+    }
     let mut earlier: Vec<TextResult> = Vec::new();
     let mut sink = match &a.out {
         Some(p) => {
@@ -202,6 +221,89 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
             Err(e) if is_broken_pipe(&e) => {}
             other => other?,
         }
+    }
+    Ok(0)
+}
+
+/// A jury's scoring: each judge reads every text in turn (a bar per judge on a terminal, its
+/// load, reading time and peak memory on standard error), then the jury's decisions are printed
+/// (and written to --out) with each judge's answer under the jury's.
+fn score_jury(
+    a: &ScoreArgs,
+    panel: &readout::formats::judges::Panel,
+    rubric: &readout::formats::rubric::Rubric,
+    texts: &[Text],
+    config: &readout::config::RunConfig,
+) -> Result<i32> {
+    if let Some(p) = &a.out {
+        if p.exists() {
+            bail!("{} exists and is kept; give another --out", p.display());
+        }
+    }
+    let n = panel.judges.len();
+    let terminal = std::io::stderr().is_terminal();
+    let mut bar: Option<(usize, indicatif::ProgressBar)> = None;
+    let mut on_text = |judge: usize, _: &TextResult, done: usize, total: usize| {
+        if !terminal || total < 2 {
+            return true;
+        }
+        if bar.as_ref().map(|(j, _)| *j) != Some(judge) {
+            if let Some((_, b)) = bar.take() {
+                b.finish_and_clear();
+            }
+            let b = indicatif::ProgressBar::new(total as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(&format!(
+                    "judge {}/{n} {{bar:30}} {{pos}}/{{len}} texts  {{per_sec}}  eta {{eta}}",
+                    judge + 1
+                ))
+                .expect("static template"),
+            );
+            bar = Some((judge, b));
+        }
+        if let Some((_, b)) = &bar {
+            b.set_position(done as u64);
+        }
+        true
+    };
+    let mut load = |_: usize, spec: &readout::formats::judges::JudgeSpec| a.model.load_judge(spec);
+    let scored = readout::jobs::jury::score_panel(panel, rubric, texts, config, &mut load, &mut on_text)?;
+    if let Some((_, b)) = bar.take() {
+        b.finish_and_clear();
+    }
+    for (i, j) in scored.judges.iter().enumerate() {
+        let rss = j.peak_rss_bytes.map(|b| format!(", peak RSS {:.0} MB", b as f64 / 1e6)).unwrap_or_default();
+        eprintln!(
+            "judge {} {} (weight {:.3}): load {:.1} s, read {:.1} s{rss}",
+            i + 1,
+            j.model,
+            j.weight,
+            j.load_seconds,
+            j.seconds
+        );
+    }
+    if let Some(p) = &a.out {
+        let mut body = String::new();
+        for r in &scored.results {
+            body.push_str(&serde_json::to_string(r)?);
+            body.push('\n');
+        }
+        readout::atomic::write(p, body.as_bytes())?;
+    }
+    let format = if a.json {
+        Format::Json
+    } else if a.csv {
+        Format::Csv
+    } else {
+        Format::Table
+    };
+    let mut printer = Printer::new(format, texts, a.as_finished)?;
+    for r in scored.results {
+        printer.push(r);
+    }
+    match printer.finish() {
+        Err(e) if is_broken_pipe(&e) => {}
+        other => other?,
     }
     Ok(0)
 }
@@ -379,14 +481,36 @@ fn print_table(out: &mut impl Write, r: &TextResult, t: &Text) -> Result<()> {
         if let Some(e) = c.expected_level {
             flags.push(format!("expected level {e:.2}"));
         }
+        if c.disagree == Some(true) {
+            flags.push("judges disagree".to_string());
+        }
         let answer = match (&c.chosen, c.abstained) {
             (Some(id), _) => id.clone(),
             (None, Some(Abstained::LetterMass)) => {
                 format!("no answer (letter mass {:.2}: none fits)", c.letter_mass.unwrap_or(0.0))
             }
+            (None, Some(Abstained::Disagreement)) => "no answer (the judges disagree)".to_string(),
             (None, _) => format!("no answer (p {:.2} too low)", c.probability),
         };
-        table.add_row(vec![c.criterion.clone(), answer, format!("{:.3}", c.probability), opts, flags.join(", ")]);
+        let criterion = if c.judges.is_some() { format!("{} (jury)", c.criterion) } else { c.criterion.clone() };
+        table.add_row(vec![criterion, answer, format!("{:.3}", c.probability), opts, flags.join(", ")]);
+        for j in c.judges.iter().flatten() {
+            let opts = c
+                .options
+                .iter()
+                .zip(&j.probabilities)
+                .map(|(o, p)| format!("{} {:.1}%", o.id, p * 100.0))
+                .collect::<Vec<_>>()
+                .join("  ");
+            let flag = if j.order_unstable == Some(true) { "order-unstable" } else { "" };
+            table.add_row(vec![
+                format!("  └ {} (w {:.2})", j.model, j.weight),
+                j.chosen.clone().unwrap_or_else(|| "no answer".into()),
+                format!("{:.3}", j.probability),
+                opts,
+                flag.to_string(),
+            ]);
+        }
     }
     writeln!(out, "{table}\n")?;
     Ok(())

@@ -349,3 +349,167 @@ fn a_pairwise_set_runs_with_both_orders_and_gives_standings() {
     let err = String::from_utf8_lossy(&res.stderr);
     assert!(!res.status.success() && err.contains("bad.jsonl:1") && err.contains("response_b"), "{err}");
 }
+
+const GEMMA: &str = "models/gemma-3-270m-q4_k_m.gguf";
+
+/// A judges file in `dir`: the default model with weight 3 and Gemma 3 (its template named)
+/// with weight 1, held to `schema/judges.schema.json`.
+fn weighted_judges(dir: &Path) -> String {
+    let doc = serde_json::json!({
+        "schema": "readout.judges",
+        "judges": [
+            { "model": common::default_model(), "weight": 3.0 },
+            { "model": common::repo().join(GEMMA), "chat_template": "gemma", "weight": 1.0 },
+        ]
+    });
+    held_to("schema/judges.schema.json", &doc);
+    let path = dir.join("judges.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+fn probs(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+#[test]
+fn a_jury_scores_texts_with_each_judge_s_answer_under_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let judges = weighted_judges(dir.path());
+    let texts = [TEXT, "The app crashes every time I open the settings page."];
+    let base =
+        ["score", "--rubric", RUBRIC, "--text", texts[0], "--text", texts[1], "--debias", "cyclic", "--device", "cpu"];
+    let jury = ok(&readout(&[&base[..], &["--judges", &judges, "--json"]].concat()));
+    let m = common::default_model().display().to_string();
+    let alone = ok(&readout(&[&base[..], &["--model", &m, "--json"]].concat()));
+    let mut disagreements = 0;
+    for (line, alone) in jury.lines().zip(alone.lines()) {
+        let (v, alone): (Value, Value) = (serde_json::from_str(line).unwrap(), serde_json::from_str(alone).unwrap());
+        for (c, solo) in v["criteria"].as_array().unwrap().iter().zip(alone["criteria"].as_array().unwrap()) {
+            let js = c["judges"].as_array().unwrap();
+            assert_eq!(js.len(), 2);
+            assert_eq!((js[0]["weight"].as_f64(), js[1]["weight"].as_f64()), (Some(0.75), Some(0.25)));
+            // The first judge reads as it does alone.
+            let (p0, p1) = (probs(&js[0]["probabilities"]), probs(&js[1]["probabilities"]));
+            let solo_p: Vec<f64> =
+                solo["options"].as_array().unwrap().iter().map(|o| o["probability"].as_f64().unwrap()).collect();
+            for (a, b) in p0.iter().zip(&solo_p) {
+                assert!((a - b).abs() < 1e-9, "{p0:?} against the judge alone {solo_p:?}");
+            }
+            assert_eq!(js[0]["chosen"], solo["chosen"]);
+            // The jury's probability of each option is 0.75·p₁ + 0.25·p₂.
+            for (o, opt) in c["options"].as_array().unwrap().iter().enumerate() {
+                let want = 0.75 * p0[o] + 0.25 * p1[o];
+                assert!((opt["probability"].as_f64().unwrap() - want).abs() < 1e-12, "{c}");
+            }
+            let top = |p: &[f64]| (0..p.len()).fold(0, |b, o| if p[o] > p[b] { o } else { b });
+            let disagree = top(&p0) != top(&p1);
+            assert_eq!(c["disagree"], disagree, "{c}");
+            disagreements += disagree as usize;
+        }
+    }
+    // The table shows each judge under the jury's row.
+    let table = ok(&readout(&[&base[..], &["--judges", &judges]].concat()));
+    assert!(table.contains("topic (jury)") && table.matches("  └ ").count() == 12, "{table}");
+    // Abstaining on disagreement leaves exactly the disagreements without an answer.
+    let abstained = ok(&readout(&[&base[..], &["--judges", &judges, "--json", "--abstain-on-disagreement"]].concat()));
+    let none: usize = abstained
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["criteria"].as_array().unwrap().iter().filter(|c| c["abstained"] == "disagreement").count()
+        })
+        .sum();
+    assert_eq!(none, disagreements);
+    // The same model twice (`--model A --model A`): the pool is the judge, and they never disagree.
+    let twice = ok(&readout(&[&base[..], &["--model", &m, "--model", &m, "--json"]].concat()));
+    for (line, alone) in twice.lines().zip(alone.lines()) {
+        let (v, alone): (Value, Value) = (serde_json::from_str(line).unwrap(), serde_json::from_str(alone).unwrap());
+        for (c, solo) in v["criteria"].as_array().unwrap().iter().zip(alone["criteria"].as_array().unwrap()) {
+            assert_eq!(c["disagree"], false);
+            assert_eq!(c["chosen"], solo["chosen"]);
+            assert!((c["probability"].as_f64().unwrap() - solo["probability"].as_f64().unwrap()).abs() < 1e-9);
+        }
+    }
+}
+
+#[test]
+fn a_jury_runs_an_eval_set_and_records_every_judge_s_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let judges = weighted_judges(dir.path());
+    let out = dir.path().join("jury.json");
+    let o = out.display().to_string();
+    let run = ["run", SET, "--limit", "12", "--shots", "3", "--debias", "cyclic", "--device", "cpu"];
+    let text = ok(&readout(&[&run[..], &["--judges", &judges, "--out", &o]].concat()));
+    assert!(text.contains("jury of 2 judges") && text.contains("peak RSS") && text.contains("weights given"), "{text}");
+    let doc = json(&out);
+    held_to("schema/jury.schema.json", &doc);
+    assert_eq!(doc["weights"]["method"], "given");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    // Each judge's run is a result file beside the jury's, named and hashed in it.
+    let files = ["jury.judge-1.SmolLM2-135M-Instruct.Q4_1.json", "jury.judge-2.gemma-3-270m-q4_k_m.json"];
+    let runs: Vec<Value> = files.iter().map(|f| common::validate(&dir.path().join(f))).collect();
+    for (j, (f, r)) in files.iter().zip(&runs).enumerate() {
+        let judge = &doc["judges"][j];
+        assert!(judge["file"].as_str().unwrap().ends_with(f), "{judge}");
+        assert_eq!(judge["model_sha256"], r["model"]["sha256"]);
+        assert_eq!(judge["chat_template"], r["model"]["chat_template"]);
+        assert!(judge["peak_rss_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(r["timing"]["peak_rss_bytes"], judge["peak_rss_bytes"]);
+    }
+    assert_eq!(doc["judges"][0]["weight"].as_f64(), Some(0.75));
+    for (i, row) in rows.iter().enumerate() {
+        for (o, p) in probs(&row["probs"]).iter().enumerate() {
+            let want = 0.75 * runs[0]["rows"][i]["probs"][o].as_f64().unwrap()
+                + 0.25 * runs[1]["rows"][i]["probs"][o].as_f64().unwrap();
+            assert!((p - want).abs() < 1e-12, "row {i}: {p} against {want}");
+        }
+    }
+    // The files are kept: a second run names the one in the way.
+    let again = readout(&[&run[..], &["--judges", &judges, "--out", &o]].concat());
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("jury.json"));
+    // `--model A --model B` with equal weights: one judge's result file per model.
+    let m = common::default_model().display().to_string();
+    let two = dir.path().join("two.json").display().to_string();
+    let text = ok(&readout(&[&run[..], &["--model", &m, "--model", &m, "--out", &two]].concat()));
+    assert!(text.contains("weights equal"), "{text}");
+    let doc = json(Path::new(&two));
+    assert_eq!(doc["judges"][1]["weight"].as_f64(), Some(0.5));
+    assert!(doc["rows"].as_array().unwrap().iter().all(|r| r["disagree"] == false));
+}
+
+#[test]
+fn a_jury_s_refusals_name_the_judge_and_the_text_or_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = common::default_model().display().to_string();
+    // A text longer than the context: judge 1 and text 2 are named.
+    let long = "word ".repeat(12_000);
+    let out = readout(&["score", "--rubric", RUBRIC, "-t", TEXT, "-t", &long, "--model", &m, "--model", &m]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("judge 1") && err.contains("text 2") && err.contains("context"),
+        "{err}"
+    );
+    // A judges file with a misspelt field names the file and the field.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, format!(r#"{{"judges": [{{"model": "{m}", "wieght": 1}}, {{"model": "{m}"}}]}}"#)).unwrap();
+    let out = readout(&["score", "--rubric", RUBRIC, "-t", TEXT, "--judges", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("bad.json") && err.contains("judges[0].wieght"), "{err}");
+    // A missing model is named before any judge loads.
+    std::fs::write(&bad, format!(r#"{{"judges": [{{"model": "{m}"}}, {{"model": "nowhere.gguf"}}]}}"#)).unwrap();
+    let out = readout(&[
+        "run",
+        SET,
+        "--limit",
+        "3",
+        "--judges",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.path().join("j.json").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("judge 2") && err.contains("nowhere.gguf"), "{err}");
+    assert!(!dir.path().join("j.judge-1.SmolLM2-135M-Instruct.Q4_1.json").exists(), "no judge ran");
+}

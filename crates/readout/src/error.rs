@@ -53,6 +53,11 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// What a judge of a jury refused or failed at: which judge (from 1) and its model, then
+    /// the judge's own error (a text too long for its context names the text or row).
+    #[error("judge {judge} ({model}): {error}")]
+    Judge { judge: usize, model: String, error: Box<Error> },
+
     /// A score request ([`crate::jobs::request::ScoreRequest`]) with a wrong field; `reason` says
     /// what to give instead.
     #[error("{reason}")]

@@ -23,6 +23,39 @@ pub fn peak_rss() -> Option<u64> {
     }
 }
 
+/// Start measuring the peak anew, where the system allows it: on Linux the kernel's high-water
+/// mark of this process's resident memory is reset (`/proc/self/clear_refs`, value 5), so that
+/// [`peak_rss_since_reset`] gives the peak of what ran after. A jury's judges run one after
+/// another in one process: each judge's peak is its own. Returns whether it was reset.
+pub fn reset_peak() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::write("/proc/self/clear_refs", b"5").is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The peak resident memory since the last [`reset_peak`] (Linux: `VmHWM` of
+/// `/proc/self/status`); elsewhere, or where it cannot be read, the process's peak
+/// ([`peak_rss`]).
+pub fn peak_rss_since_reset() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let status = std::fs::read_to_string("/proc/self/status").ok();
+        let hwm = status.as_deref().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        if let Some(kib) = hwm {
+            return Some(kib * 1024);
+        }
+    }
+    peak_rss()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -34,5 +67,21 @@ mod tests {
         let after = super::peak_rss().unwrap();
         assert!(after >= before + (32 << 20), "{before} -> {after} after touching {} bytes", v.len());
         drop(v);
+        the_peak_since_a_reset_forgets_what_went_before();
+    }
+
+    /// In the test above: two tests touching memory at once would see each other's.
+    fn the_peak_since_a_reset_forgets_what_went_before() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let v = std::hint::black_box(vec![1u8; 256 << 20]);
+        let high = super::peak_rss_since_reset().unwrap();
+        assert!(high >= 256 << 20, "{high}");
+        drop(v);
+        if super::reset_peak() {
+            let after = super::peak_rss_since_reset().unwrap();
+            assert!(after + (128 << 20) < high, "{high} -> {after} after the 256 MiB went and the peak was reset");
+        }
     }
 }

@@ -398,6 +398,8 @@ mod tests {
                     chosen: Some("yes".into()),
                     order_unstable: None,
                     letter_mass: None,
+                    judges: None,
+                    disagree: None,
                 }],
                 truncated_tokens: None,
             })

@@ -26,10 +26,9 @@ use crate::formats::jury::{
     JudgeAgreement, JudgeAnswer, JudgeRecord, JuryFile, JuryRow, JuryWeights, VersusBest, WeightsRecord, SCHEMA,
     SCHEMA_VERSION,
 };
-use crate::formats::results::{ResultFile, Status};
+use crate::formats::results::Status;
 use crate::metrics::{self, ScoredRow, NLL_FLOOR};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 /// How a jury is pooled and reported.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,13 +58,7 @@ impl Default for JuryOptions {
     }
 }
 
-/// A judge's result file as the jury reads it: its path (named in refusals), its bytes' sha256
-/// and its contents.
-pub struct Judge<'a> {
-    pub path: &'a Path,
-    pub sha256: String,
-    pub result: &'a ResultFile,
-}
+pub use crate::formats::jury::JudgeResult as Judge;
 
 /// The weights on the simplex maximising `Σ_i ln Σ_j w_j g_ij`, where `gold[i][j]` is judge j's
 /// probability of row i's gold option (floored at [`NLL_FLOOR`]). The log-likelihood is concave
@@ -240,21 +233,50 @@ fn fit_on(rows: &[Vec<ScoredRow>], train: &[usize]) -> (Vec<f64>, Vec<f64>) {
 
 /// Pool `judges` into a jury file.
 pub fn combine(judges: &[Judge], opts: JuryOptions) -> Result<JuryFile> {
+    combine_weighted(judges, opts, None)
+}
+
+/// [`combine`], or with [`JuryWeights::Given`] the `given` weights (a judges file's, one per
+/// judge; scaled to sum to 1): the runs' probabilities pooled with them as they are. `given` is
+/// read only for that method.
+pub fn combine_weighted(judges: &[Judge], opts: JuryOptions, given: Option<&[f64]>) -> Result<JuryFile> {
+    if opts.weights == JuryWeights::Given && given.is_none() {
+        return Err(Error::Config(
+            "given weights are a judges file's: run the jury with `readout run --judges FILE`, or use equal or fitted weights"
+                .into(),
+        ));
+    }
     let rows = aligned(judges)?;
     let n = rows[0].len();
     let k = judges.len();
+    let equal = match given {
+        Some(w) if opts.weights == JuryWeights::Given => {
+            let sum: f64 = w.iter().sum();
+            if w.len() != k
+                || sum.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
+                || w.iter().any(|x| !(x.is_finite() && *x >= 0.0))
+            {
+                return Err(Error::Config(format!(
+                    "{} weights for {k} judges (summing to {sum}): give each judge a weight of 0 or more, not all 0",
+                    w.len()
+                )));
+            }
+            w.iter().map(|x| x / sum).collect()
+        }
+        _ => vec![1.0 / k as f64; k],
+    };
     // Each row's temperatures and weights: equal, or the fit made without its fold.
     let (row_fit, weights_record, all_fit): (Vec<usize>, WeightsRecord, (Vec<f64>, Vec<f64>)) = match opts.weights {
-        JuryWeights::Equal => (
+        JuryWeights::Equal | JuryWeights::Given => (
             vec![0; n],
             WeightsRecord {
-                method: JuryWeights::Equal,
+                method: opts.weights,
                 folds: 0,
                 seed: opts.seed,
                 fold_weights: Vec::new(),
                 fold_temperatures: Vec::new(),
             },
-            (vec![1.0; k], vec![1.0 / k as f64; k]),
+            (vec![1.0; k], equal.clone()),
         ),
         JuryWeights::Fitted => {
             let groups = rows[0].iter().map(|r| r.group_id.as_str()).collect::<std::collections::HashSet<_>>().len();
@@ -280,7 +302,7 @@ pub fn combine(judges: &[Judge], opts: JuryOptions) -> Result<JuryFile> {
     };
     let fit_of = |i: usize| -> (Vec<f64>, Vec<f64>) {
         match opts.weights {
-            JuryWeights::Equal => (vec![1.0; k], vec![1.0 / k as f64; k]),
+            JuryWeights::Equal | JuryWeights::Given => (vec![1.0; k], equal.clone()),
             JuryWeights::Fitted => {
                 let f = row_fit[i];
                 (weights_record.fold_temperatures[f].clone(), weights_record.fold_weights[f].clone())
@@ -343,6 +365,7 @@ pub fn combine(judges: &[Judge], opts: JuryOptions) -> Result<JuryFile> {
                 run_temperature: r.config.calibration.as_ref().map(|c| c.temperature),
                 temperature: (opts.weights == JuryWeights::Fitted).then(|| all_fit.0[j]),
                 weight: all_fit.1[j],
+                peak_rss_bytes: r.timing.peak_rss_bytes,
                 summary,
             }
         })

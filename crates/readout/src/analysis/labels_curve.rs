@@ -113,6 +113,8 @@ fn as_review(file: &ResultFile, option: &str) -> Result<(Vec<TextResult>, Vec<Op
                 chosen,
                 order_unstable: row.order_unstable,
                 letter_mass,
+                judges: None,
+                disagree: None,
             }],
             truncated_tokens: None,
         });

@@ -23,9 +23,12 @@ pub enum JuryWeights {
     /// Each judge's temperature and the pool's weights fitted to minimise the pool's NLL of the
     /// gold option, cross-fitted by group folds: a row is pooled by the fit made without its fold.
     Fitted,
+    /// The weights a judges file gives (`formats::judges`), the probabilities as the runs gave
+    /// them (each judge's calibration applied in its run).
+    Given,
 }
 
-option_names!(JuryWeights, "jury weighting", "equal or fitted", { Equal => "equal", Fitted => "fitted" });
+option_names!(JuryWeights, "jury weighting", "equal, fitted or given", { Equal => "equal", Fitted => "fitted", Given => "given" });
 
 /// One judge: its result file and what made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,8 +47,12 @@ pub struct JudgeRecord {
     pub run_temperature: Option<f64>,
     /// The temperature the jury fitted on all rows (fitted weights only).
     pub temperature: Option<f64>,
-    /// Its weight in the pool fitted on all rows (equal: `1/judges`).
+    /// Its weight in the pool fitted on all rows (equal: `1/judges`; given: the judges file's).
     pub weight: f64,
+    /// The peak resident memory of its run (the judges of `readout run --model A --model B` run
+    /// one after another, each measured apart); absent where its run did not record one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
     /// The judge alone, as its run scored the rows.
     pub summary: Summary,
 }
@@ -125,6 +132,14 @@ impl JuryRow {
             letter_picks: Vec::new(),
         }
     }
+}
+
+/// A judge's result file as the jury reads it: its path (named in refusals), its bytes' sha256
+/// and its contents.
+pub struct JudgeResult<'a> {
+    pub path: &'a Path,
+    pub sha256: String,
+    pub result: &'a crate::formats::results::ResultFile,
 }
 
 /// A jury file, as `readout jury` writes it.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// The columns: the text (its number, counted from 1 as the app shows it; its index, from 0 as
 /// `--json` gives it; its id and text), the criterion and its type, the chosen option
-/// (empty where no answer was given; `abstained` says why: `confidence` or `letter_mass`), the
+/// (empty where no answer was given; `abstained` says why: `confidence`, `letter_mass` or, for a jury, `disagreement`), the
 /// top probability, the margin to the runner-up, the flags, a `score` question's expected level,
 /// the letters' share of the next-token distribution, and every option's probability
 /// (`id=p; …`). `order_unstable` is empty where one ordering was scored (not checked).
@@ -56,6 +56,7 @@ pub fn csv_rows(r: &TextResult, text: Option<&Text>) -> Vec<[String; 15]> {
                 match c.abstained {
                     Some(Abstained::Confidence) => "confidence".into(),
                     Some(Abstained::LetterMass) => "letter_mass".into(),
+                    Some(Abstained::Disagreement) => "disagreement".into(),
                     None => String::new(),
                 },
                 c.options.iter().map(|o| format!("{}={:.4}", o.id, o.probability)).collect::<Vec<_>>().join("; "),
@@ -224,6 +225,7 @@ fn answer_words(c: &CriterionResult) -> String {
             option_words(c.kind, id, description)
         }
         (None, Some(Abstained::LetterMass)) => "no answer (none fits)".into(),
+        (None, Some(Abstained::Disagreement)) => "no answer (the judges disagree)".into(),
         (None, _) => "no answer (unsure)".into(),
     }
 }
@@ -352,6 +354,8 @@ mod tests {
                 close: false,
                 order_unstable: None,
                 letter_mass: Some(0.5),
+                judges: None,
+                disagree: None,
             }],
             truncated_tokens: None,
         };
@@ -393,6 +397,8 @@ mod tests {
             close: false,
             order_unstable: Some(false),
             letter_mass: None,
+            judges: None,
+            disagree: None,
         }
     }
 

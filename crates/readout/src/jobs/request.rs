@@ -8,6 +8,7 @@ use crate::config::RunConfig;
 use crate::debias::DebiasMode;
 use crate::error::{Error, Result};
 use crate::formats::calibration::{Calibration, CalibrationFile};
+use crate::formats::judges::{JudgeSpec, Panel};
 use crate::formats::rubric::{duplicate_key, json_type, Rubric};
 use crate::formats::texts::Text;
 use crate::truncate::Truncate;
@@ -54,6 +55,15 @@ pub struct ScoreRequest {
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     #[serde(default)]
     pub calibration: Option<PathBuf>,
+    /// A jury instead of one model, where the shell allows paths: a list of judges
+    /// (`{"model": FILE, "chat_template": …, "calibration": CAL.json, "weight": 0.5}`, as in a
+    /// judges file, schema/judges.schema.json) or the path of a judges file.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[serde(default)]
+    pub judges: Option<serde_json::Value>,
+    /// With `judges`: give no answer where the judges do not all choose the same option.
+    #[serde(default)]
+    pub abstain_on_disagreement: bool,
 }
 
 /// One text of a request, for the request's schema (the request holds JSON values so that a
@@ -91,6 +101,8 @@ pub struct ScoreJob {
     /// The debias mode, context policy, abstention and calibration; the device's levers are
     /// resolved when the job meets its engine ([`RunConfig::resolve`]).
     pub config: RunConfig,
+    /// A jury's judges ([`crate::jobs::jury::score_panel`]); `None`: the shell's one model.
+    pub panel: Option<Panel>,
 }
 
 fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Error {
@@ -136,6 +148,7 @@ impl ScoreRequest {
     /// request an [`Error::Request`]; [`field_of`] names the field of each.
     pub fn validate(self, policy: Policy) -> Result<ScoreJob> {
         let rubric = self.rubric(policy)?;
+        let panel = self.panel(policy)?;
         if self.texts.is_empty() {
             return Err(invalid("texts", "no texts: give at least one"));
         }
@@ -165,7 +178,54 @@ impl ScoreRequest {
             .calibration(calibration)
             .build()?;
         crate::jobs::score::check_config(&config)?;
-        Ok(ScoreJob { rubric, texts, config })
+        Ok(ScoreJob { rubric, texts, config, panel })
+    }
+
+    /// The request's jury: `judges` (a list, or a judges file where paths are allowed).
+    fn panel(&self, policy: Policy) -> Result<Option<Panel>> {
+        let Some(judges) = &self.judges else {
+            if self.abstain_on_disagreement {
+                return Err(invalid("abstain_on_disagreement", "is for a jury: give `judges` too"));
+            }
+            return Ok(None);
+        };
+        if !policy.paths {
+            return Err(invalid(
+                "judges",
+                "this server reads no files and scores with the model it was started with: a jury is for the CLI, the app and Python",
+            ));
+        }
+        if self.calibration.is_some() {
+            return Err(invalid(
+                "calibration",
+                "a jury has no calibration of its own: give each judge its `calibration` in `judges`",
+            ));
+        }
+        let mut panel = match judges {
+            serde_json::Value::String(p) => Panel::load(Path::new(p))?,
+            serde_json::Value::Array(list) => {
+                let specs = list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        serde_json::from_value::<JudgeSpec>(v.clone())
+                            .map_err(|e| invalid(format!("judges[{i}]"), format!("judges[{i}]: {e}")))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Panel::new(specs, false, Path::new("judges")).map_err(|e| match e {
+                    Error::BadInput { field, reason, .. } => invalid(field, reason),
+                    e => e,
+                })?
+            }
+            other => {
+                return Err(invalid(
+                    "judges",
+                    format!("must be a list of judges or a judges file's path, not {}", json_type(other)),
+                ))
+            }
+        };
+        panel.abstain_on_disagreement |= self.abstain_on_disagreement;
+        Ok(Some(panel))
     }
 
     /// The request's rubric: `rubric` (an object, or a file where paths are allowed) or

@@ -694,6 +694,8 @@ mod tests {
                 close: false,
                 order_unstable: None,
                 letter_mass: None,
+                judges: None,
+                disagree: None,
             }],
             truncated_tokens: None,
         }

@@ -43,6 +43,27 @@ pub enum Abstained {
     /// The letters' share of the next-token distribution was below `abstain_letter_mass`:
     /// the model wanted to say something other than a letter (none of the options fits).
     LetterMass,
+    /// A jury's judges did not all choose the same option (`abstain_on_disagreement`).
+    Disagreement,
+}
+
+/// One judge's answer on a criterion, under a jury's ([`crate::jobs::jury`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct JudgeDecision {
+    /// The judge's model, by name.
+    pub model: String,
+    /// Its weight in the jury's pool.
+    pub weight: f64,
+    /// The option it chose alone (null where it would have abstained).
+    pub chosen: Option<String>,
+    /// Its top probability.
+    pub probability: f64,
+    /// Its probability of each option, in the rubric's order (after its calibration).
+    pub probabilities: Vec<f64>,
+    /// Whether its choice changed between orderings; `None` when one ordering was scored.
+    pub order_unstable: Option<bool>,
 }
 
 /// The decision on one criterion for one text.
@@ -78,6 +99,14 @@ pub struct CriterionResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub letter_mass: Option<f64>,
+    /// A jury's decision: each judge's own answer, in the jury's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub judges: Option<Vec<JudgeDecision>>,
+    /// A jury's decision: whether the judges did not all choose the same option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub disagree: Option<bool>,
 }
 
 /// All decisions for one text.
@@ -315,14 +344,29 @@ fn text_result(
 
 fn decide(c: &Criterion, d: Combined, config: &RunConfig) -> CriterionResult {
     let probs = d.probs.unwrap_or_else(|| vec![0.0; c.options.len()]);
+    let mass: Vec<f64> = d.orderings.iter().filter_map(|o| o.letter_mass).collect();
+    let letter_mass = (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64);
+    decision(c, probs, d.order_unstable, letter_mass, false, config)
+}
+
+/// The decision on criterion `c` from its options' probabilities: the chosen option, or none
+/// where `config` says to abstain (or `disagreement` does, for a jury), the margin, the flags.
+pub(crate) fn decision(
+    c: &Criterion,
+    probs: Vec<f64>,
+    order_unstable: Option<bool>,
+    letter_mass: Option<f64>,
+    disagreement: bool,
+    config: &RunConfig,
+) -> CriterionResult {
     let best = argmax(&probs);
     let runner_up = probs.iter().enumerate().filter(|(i, _)| *i != best).map(|(_, p)| *p).fold(0.0, f64::max);
     let margin = probs[best] - runner_up;
-    let mass: Vec<f64> = d.orderings.iter().filter_map(|o| o.letter_mass).collect();
-    let letter_mass = (!mass.is_empty()).then(|| mass.iter().sum::<f64>() / mass.len() as f64);
     // The letter mass first: a model that wanted another token is not merely unsure.
     let abstained = if config.abstain_letter_mass.is_some_and(|m| letter_mass.is_some_and(|l| l < m)) {
         Some(Abstained::LetterMass)
+    } else if disagreement {
+        Some(Abstained::Disagreement)
     } else if config.abstain_below.is_some_and(|p| probs[best] < p) {
         Some(Abstained::Confidence)
     } else {
@@ -344,7 +388,9 @@ fn decide(c: &Criterion, d: Combined, config: &RunConfig) -> CriterionResult {
             .then(|| probs.iter().enumerate().map(|(i, p)| i as f64 * p).sum()),
         margin,
         close: margin < CLOSE_MARGIN,
-        order_unstable: d.order_unstable,
+        order_unstable,
         letter_mass,
+        judges: None,
+        disagree: None,
     }
 }
