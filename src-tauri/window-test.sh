@@ -49,6 +49,8 @@ cp bench/results/labels-curve-*.json "$work/bench/results/"
 # A committed run with the judge-quality figures (risk–coverage curve, position bias), to open.
 export QUALITY_FILE="smollm2-135m-instruct.q4_1_3shot_cyclic.json"
 cp "bench/results/quality/$QUALITY_FILE" "$work/bench/results/"
+export PAIRWISE_FILE="pairwise24_smollm2-135m-instruct.q4_1_readout_0shot_cyclic.json"
+cp "bench/results/pairwise/$PAIRWISE_FILE" "$work/bench/results/"
 cp bench/evalsets/authored144.jsonl "$work/bench/evalsets/"
 # A bad eval set where a user keeps sets: the window must show its line and field and go on.
 cp tests/bad-inputs/evalsets/empty-options.jsonl "$work/bench/evalsets/bad-options.jsonl"

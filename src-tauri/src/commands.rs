@@ -48,6 +48,8 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         save_rubric,
         list_eval_sets,
         run_eval,
+        run_jury,
+        pairwise_standings,
         cancel_run,
         save_result,
         list_results,
@@ -138,6 +140,29 @@ pub struct ScoreOptions {
     /// Cut a text too long for the model from the middle (its head and tail kept) instead of
     /// refusing it (`--truncate-middle`).
     pub truncate_middle: Option<bool>,
+    /// A jury: its judges' models (two or more; an empty path is the default model), each read
+    /// with the chat template the settings name for it, one after another, their probabilities
+    /// averaged (`readout score --model A --model B`). The `model` argument is then not read.
+    pub judges: Option<Vec<PathBuf>>,
+    /// With judges: no answer where they do not all choose the same option.
+    pub abstain_on_disagreement: Option<bool>,
+}
+
+/// A jury's judges as a score request takes them: each model (the default one for an empty
+/// path) with the chat template the settings name for it.
+fn judges_request(state: &AppState, judges: &[PathBuf]) -> serde_json::Value {
+    let templates = state.settings().chat_templates;
+    judges
+        .iter()
+        .map(|m| {
+            let model = if m.as_os_str().is_empty() { state.default_model() } else { m.clone() };
+            match templates.get(&model) {
+                Some(t) => serde_json::json!({ "model": model, "chat_template": t }),
+                None => serde_json::json!({ "model": model }),
+            }
+        })
+        .collect::<Vec<_>>()
+        .into()
 }
 
 #[tauri::command]
@@ -164,13 +189,40 @@ pub async fn score_texts(
         abstain_letter_mass: options.abstain_letter_mass,
         calibration: options.calibration,
         truncate_middle: options.truncate_middle.unwrap_or(false),
+        judges: options.judges.as_deref().filter(|j| j.len() > 1).map(|j| judges_request(&state, j)),
+        abstain_on_disagreement: options.abstain_on_disagreement.unwrap_or(false),
         ..ScoreRequest::default()
     };
     let cal = request.calibration.clone();
-    let ScoreJob { rubric, texts, config } =
+    let ScoreJob { rubric, texts, config, panel } =
         request.validate(Policy::LOCAL).map_err(|e| other_order(e, cal.as_deref()))?;
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
+    if let Some(panel) = panel {
+        // Each judge alone in memory: the model held goes first.
+        state.release_engine();
+        let opts = panel
+            .judges
+            .iter()
+            .map(|j| state.load_options(j.model.clone()).map(|(_, o)| o))
+            .collect::<Res<Vec<_>>>()?;
+        let n = panel.judges.len();
+        return tauri::async_runtime::spawn_blocking(move || {
+            let mut load = |i: usize, spec: &readout::formats::judges::JudgeSpec| {
+                let t0 = std::time::Instant::now();
+                readout::engine::Engine::load(&spec.model, &opts[i]).map(|e| (e, t0.elapsed().as_secs_f64()))
+            };
+            let mut on_text = |judge: usize, _: &TextResult, done: usize, total: usize| {
+                let _ = on_progress.send(ScoreProgress { done: judge * total + done, total: total * n });
+                !cancel.load(Ordering::SeqCst)
+            };
+            let scored = readout::jobs::jury::score_panel(&panel, &rubric, &texts, &config, &mut load, &mut on_text)
+                .map_err(msg)?;
+            Ok(scored.results)
+        })
+        .await
+        .map_err(msg)?;
+    }
     let engine = state.engine(model.as_deref())?;
     let folder = state.settings().bench_dir;
     // Stopped (`cancel_run`): the texts scored so far come back, fewer than were sent. Either way
@@ -450,6 +502,119 @@ pub struct RunRequest {
     /// A calibration file (`readout calibrate`), as `pick_file` gave it: its temperature is
     /// applied to every row and recorded in the result file.
     pub calibration: Option<PathBuf>,
+    /// `run_jury`: the judges' models (two or more; an empty path is the default model).
+    pub judges: Option<Vec<PathBuf>>,
+    /// `run_jury`: equal (the default) or fitted weights (each judge's temperature and the
+    /// pool's weights cross-fitted by group folds).
+    pub jury_weights: Option<String>,
+}
+
+/// The Results page's standings of a pairwise run (`readout pairwise standings`): each system's
+/// win rate and Bradley–Terry score by the judge and by gold; `None` for a run of another set.
+#[tauri::command]
+pub fn pairwise_standings(file: PathBuf) -> Res<Option<readout::analysis::pairwise::PairwiseReport>> {
+    let result = ResultFile::load(&file).map_err(msg)?;
+    if !readout::analysis::pairwise::is_pairwise(&result) {
+        return Ok(None);
+    }
+    readout::analysis::pairwise::report(&result, &file, 1000, 0).map(Some).map_err(msg)
+}
+
+/// A jury's progress: which judge is running (from 0) of how many, and its rows.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct JuryProgress {
+    pub judge: usize,
+    pub judges: usize,
+    pub progress: Progress,
+}
+
+/// Evaluate with a jury (`readout run --model A --model B`): each judge runs the eval set in
+/// turn, alone in memory, its result file kept in the results folder; their runs are pooled into
+/// a jury file there, which comes back.
+#[tauri::command]
+pub async fn run_jury(
+    state: State<'_, AppState>,
+    request: RunRequest,
+    on_progress: Channel<JuryProgress>,
+) -> Res<readout::formats::jury::JuryFile> {
+    let models = request.judges.clone().unwrap_or_default();
+    if models.len() < 2 {
+        return Err("A jury needs at least two judges.".into());
+    }
+    if request.calibration.is_some() {
+        return Err("A jury has no temperature of its own: run it without one.".into());
+    }
+    if request.limit == Some(0) {
+        return Err("A limit of 0 rows leaves nothing to run.".into());
+    }
+    let opts = LoadOptions { limit: None, skip_bad: request.skip_bad.unwrap_or(false), family: None };
+    let set = EvalSet::load(&request.eval_set, &opts).map_err(|e| match e {
+        e @ readout::Error::BadInput { .. } if !opts.skip_bad => msg(e).fix(Fix::SkipBadLines),
+        e => msg(e),
+    })?;
+    let weights: readout::formats::jury::JuryWeights = request.jury_weights.as_deref().unwrap_or("equal").parse()?;
+    let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
+    let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
+    let mut b = RunConfig::builder().mode(mode).shots(request.shots.unwrap_or(0)).debias(debias);
+    if request.truncate_middle == Some(true) {
+        b = b.truncate(readout::truncate::Truncate::Middle);
+    }
+    if let Some(p) = request.prompt.as_deref() {
+        b = b.prompt_version(p.parse()?);
+    }
+    let config = b.build().map_err(msg)?;
+    readout::jobs::run::check_input(&set, &config, request.limit).map_err(msg)?;
+    let models: Vec<PathBuf> =
+        models.into_iter().map(|m| if m.as_os_str().is_empty() { state.default_model() } else { m }).collect();
+    let templates = state.settings().chat_templates;
+    let specs = models
+        .iter()
+        .map(|m| readout::formats::judges::JudgeSpec {
+            model: m.clone(),
+            chat_template: templates.get(m).cloned(),
+            calibration: None,
+            weight: None,
+        })
+        .collect();
+    let panel = readout::formats::judges::Panel::new(specs, false, Path::new("judges")).map_err(msg)?;
+    let load_opts = models.iter().map(|m| state.load_options(m.clone()).map(|(_, o)| o)).collect::<Res<Vec<_>>>()?;
+    let bench = state.settings().bench_dir;
+    std::fs::create_dir_all(&bench).map_err(|e| AppError::io(&bench, &e))?;
+    let out = readout::formats::results::unused_path(&bench.join(default_name(&set.name, "jury", &config)));
+    state.release_engine();
+    let cancel = state.cancel.clone();
+    cancel.store(false, Ordering::SeqCst);
+    let limit = request.limit;
+    let n = models.len();
+    tauri::async_runtime::spawn_blocking(move || {
+        let mut load = |i: usize, spec: &readout::formats::judges::JudgeSpec| {
+            let t0 = std::time::Instant::now();
+            readout::engine::Engine::load(&spec.model, &load_opts[i]).map(|e| (e, t0.elapsed().as_secs_f64()))
+        };
+        let mut progress = |judge: usize, progress: Progress| {
+            let _ = on_progress.send(JuryProgress { judge, judges: n, progress });
+        };
+        let mut keep = |i: usize, r: &ResultFile| -> readout::Result<PathBuf> {
+            let path = readout::jobs::jury::judge_result_path(&out, i, &panel.judges[i].model);
+            r.write(&path)?;
+            Ok(path)
+        };
+        let input = readout::jobs::jury::PanelRunInput { panel: &panel, eval_set: &set, config, limit, family: None };
+        let run = readout::jobs::jury::run_panel(input, &mut load, &mut progress, &cancel, &mut keep).map_err(msg)?;
+        let opts = readout::analysis::jury::JuryOptions {
+            weights,
+            folds: readout::analysis::calibrate::FOLDS,
+            seed: 0,
+            resamples: 1000,
+            bootstrap_seed: 0,
+            abstain_on_disagreement: false,
+        };
+        let file = readout::analysis::jury::combine_weighted(&run.judges(), opts, None).map_err(msg)?;
+        file.write(&out).map_err(msg)?;
+        Ok(file)
+    })
+    .await
+    .map_err(msg)?
 }
 
 #[tauri::command]

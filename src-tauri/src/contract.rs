@@ -55,6 +55,11 @@ pub fn export(cfg: &Config) -> Result<(), ExportError> {
     JudgeRecord::export_all(cfg)?;
     EvalSetEntry::export_all(cfg)?;
     Progress::export_all(cfg)?;
+    // A jury's run on the Evaluate page: its progress and its file.
+    crate::commands::JuryProgress::export_all(cfg)?;
+    readout::formats::jury::JuryFile::export_all(cfg)?;
+    // The Results page's standings of a pairwise run.
+    readout::analysis::pairwise::PairwiseReport::export_all(cfg)?;
     ResultFile::export_all(cfg)?;
     ResultEntry::export_all(cfg)?;
     Comparison::export_all(cfg)?;

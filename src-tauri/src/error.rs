@@ -155,6 +155,13 @@ impl From<E> for AppError {
     fn from(e: E) -> AppError {
         let e = match e {
             E::Hub(h) => return AppError::from(h),
+            // A jury's judge: its own error, with the judge named.
+            E::Judge { judge, model, error } => {
+                let details = format!("judge {judge} ({model}): {error}");
+                let inner = AppError::from(*error);
+                let message = format!("Judge {judge} ({}): {}", file_name(Path::new(&model)), inner.message);
+                return AppError { message, ..inner }.details(details);
+            }
             e => e,
         };
         let details = e.to_string();
@@ -243,8 +250,9 @@ impl From<E> for AppError {
                 "The {} device is not available on this computer: choose Automatic or CPU in the settings.",
                 requested.to_uppercase()
             )),
-            // Taken apart above (by value); this arm is for the match to be whole.
+            // Taken apart above (by value); these arms are for the match to be whole.
             E::Hub(h) => AppError::new("The download failed.").details(h.to_string()),
+            E::Judge { judge, .. } => AppError::new(format!("Judge {judge} of the jury failed.")),
             E::Io { path, err } => return AppError::io(path, err).details(details),
             E::Candle(_) => AppError::new("The model failed while working out an answer.").fix(Fix::Retry),
         };
@@ -348,6 +356,11 @@ mod tests {
         let hub = |h: HubError| E::Hub(h);
         vec![
             E::ModelMissing { path: p("m.gguf"), hint: "run models/fetch or pass --model".into() },
+            E::Judge {
+                judge: 2,
+                model: "models/gemma.gguf".into(),
+                error: Box::new(E::ModelMissing { path: p("gemma.gguf"), hint: "Check the judge's path".into() }),
+            },
             E::CorruptGguf { path: p("m.gguf"), detail: "failed to fill whole buffer".into() },
             E::Gguf {
                 path: p("m.gguf"),
@@ -504,6 +517,13 @@ mod tests {
         assert_eq!(state.fix, None);
         assert_eq!(shown(|e| matches!(e, E::Hub(HubError::HubStopped { .. })), 0).fix, Some(Fix::ResumeDownload));
         assert_eq!(shown(|e| matches!(e, E::NoChatTemplate { asked: None, .. }), 0).fix, Some(Fix::OpenModels));
+        // A jury's judge: its own error and fix, the judge named.
+        let judge = shown(|e| matches!(e, E::Judge { .. }), 0);
+        assert_eq!(
+            judge.message,
+            "Judge 2 (gemma.gguf): There is no model file gemma.gguf: it may have been moved or deleted."
+        );
+        assert_eq!(judge.fix, Some(Fix::OpenModels));
         // The bad line: its place and reason, without the CLI's advice on skipping it.
         let bad = |e: &E| matches!(e, E::BadInput { .. });
         assert_eq!(

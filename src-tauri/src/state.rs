@@ -222,22 +222,26 @@ impl AppState {
     /// The engine for `model` (or the default model), loading it when it is not the one held
     /// (another file, or the same one with another device or thread count).
     pub fn engine(&self, model: Option<&Path>) -> Result<Arc<Engine>, AppError> {
-        let settings = self.settings();
         let path = model.map(Path::to_path_buf).unwrap_or_else(|| self.default_model());
-        let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
-        let template = settings.chat_templates.get(&path).cloned();
-        let key = (path, device, settings.threads, template);
+        let (key, opts) = self.load_options(path)?;
         let mut held = self.engine.lock()?;
         if let Some((k, e)) = held.as_ref() {
             if *k == key {
                 return Ok(e.clone());
             }
         }
-        let chat_template = match key.3.as_deref().map(str::parse::<TemplateSource>) {
-            Some(Ok(t)) => Some(t),
-            Some(Err(e)) => return Err(e.into()),
-            None => None,
-        };
+        let engine = Arc::new(Engine::load(&key.0, &opts).map_err(load_error)?);
+        *held = Some((key, engine.clone()));
+        Ok(engine)
+    }
+
+    /// How the settings load the model at `path` (device, threads, the chat template named for
+    /// it), and the key an engine so loaded is held by.
+    pub fn load_options(&self, path: PathBuf) -> Result<(EngineKey, LoadOptions), AppError> {
+        let settings = self.settings();
+        let device: DeviceRequest = settings.device.parse().unwrap_or(DeviceRequest::Auto);
+        let template = settings.chat_templates.get(&path).cloned();
+        let chat_template = template.as_deref().map(str::parse::<TemplateSource>).transpose()?;
         let opts = LoadOptions {
             device,
             matmul: MatmulPath::Dense,
@@ -245,9 +249,14 @@ impl AppState {
             chat_template,
             ..Default::default()
         };
-        let engine = Arc::new(Engine::load(&key.0, &opts).map_err(load_error)?);
-        *held = Some((key, engine.clone()));
-        Ok(engine)
+        Ok(((path, device, settings.threads, template), opts))
+    }
+
+    /// Let the model held go (a jury loads its judges one after another, each alone in memory).
+    pub fn release_engine(&self) {
+        if let Ok(mut held) = self.engine.lock() {
+            *held = None;
+        }
     }
 }
 

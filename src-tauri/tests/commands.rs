@@ -290,6 +290,62 @@ fn a_calibration_file_sharpens_scores_and_is_recorded_by_a_run() {
     assert_eq!(r["config"]["calibration"], serde_json::to_value(&applied).unwrap());
 }
 
+/// A jury on the Score page: the default (tiny) model and the real default model, each judge's
+/// answer under the jury's, the pool their mean; on the Evaluate page: each judge's result file
+/// in the results folder and the jury file beside them.
+#[test]
+fn a_jury_scores_texts_and_runs_an_eval_set() {
+    let app = app();
+    let smollm2 = default_model();
+    let text = json!([{"text": "Refund me, I paid twice."}]);
+    let jury = call(
+        &app,
+        "score_texts",
+        json!({"onProgress": "__CHANNEL__:24", "rubric": rubric(), "texts": text, "debias": "cyclic",
+               "options": {"judges": ["", smollm2], "abstainOnDisagreement": true}}),
+    )
+    .unwrap();
+    let alone = call(
+        &app,
+        "score_texts",
+        json!({"onProgress": "__CHANNEL__:25", "rubric": rubric(), "texts": text, "debias": "cyclic", "model": smollm2}),
+    )
+    .unwrap();
+    for (c, solo) in jury[0]["criteria"].as_array().unwrap().iter().zip(alone[0]["criteria"].as_array().unwrap()) {
+        let judges = c["judges"].as_array().unwrap();
+        assert_eq!(judges.len(), 2);
+        assert_eq!(judges[1]["chosen"], solo["chosen"], "the second judge reads as it does alone");
+        for (o, opt) in c["options"].as_array().unwrap().iter().enumerate() {
+            let mean = (judges[0]["probabilities"][o].as_f64().unwrap()
+                + judges[1]["probabilities"][o].as_f64().unwrap())
+                / 2.0;
+            assert!((opt["probability"].as_f64().unwrap() - mean).abs() < 1e-12, "{c}");
+        }
+        assert_eq!(c["disagree"] == true, c["abstained"] == "disagreement", "{c}");
+    }
+    // Evaluate: a jury of the two on the small set.
+    let set = app.bench.parent().unwrap().join("evalsets/small.jsonl");
+    let file = call(
+        &app,
+        "run_jury",
+        json!({"request": {"evalSet": set, "judges": ["", smollm2], "limit": 4, "debias": "cyclic"}, "onProgress": "__CHANNEL__:26"}),
+    )
+    .unwrap();
+    assert_eq!(file["rows"].as_array().unwrap().len(), 4);
+    assert_eq!(file["judges"].as_array().unwrap().len(), 2);
+    let names: Vec<String> = std::fs::read_dir(&app.bench)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("jury"))
+        .collect();
+    assert_eq!(names.len(), 3, "the jury file and each judge's: {names:?}");
+    // One judge is not a jury.
+    let err =
+        call(&app, "run_jury", json!({"request": {"evalSet": set, "judges": [""]}, "onProgress": "__CHANNEL__:27"}))
+            .unwrap_err();
+    assert!(shown(&err).as_str().contains("two judges"), "{err}");
+}
+
 #[test]
 fn rubrics_round_trip_and_bad_ones_are_refused() {
     let app = app();

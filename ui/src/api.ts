@@ -47,6 +47,9 @@ import type {
   TextResult,
   QuestionSummary,
   JudgeRecord,
+  JuryFile,
+  JuryProgress,
+  PairwiseReport,
 } from './types';
 
 export type * from './types';
@@ -71,6 +74,10 @@ export interface Backend {
   saveRubric(path: string, rubric: Rubric): Promise<void>;
   listEvalSets(): Promise<EvalSetEntry[]>;
   runEval(req: RunRequest, onProgress: (p: Progress) => void): Promise<ResultFile>;
+  /** Runs a jury (`req.judges`, two or more models) on the eval set, each judge in turn; their result files and the jury file are kept in the results folder. */
+  runJury(req: RunRequest, onProgress: (p: JuryProgress) => void): Promise<JuryFile>;
+  /** The standings of a pairwise run (win rates, Bradley–Terry scores); null for a run of another set. */
+  pairwiseStandings(file: string): Promise<PairwiseReport | null>;
   cancelRun(): Promise<void>;
   /** Writes the last run's result file; returns the path written. No path: the results folder, default name. */
   saveResult(path?: string): Promise<string>;
@@ -170,6 +177,11 @@ const tauriBackend: Backend = {
     const channel = new Channel<Progress>(onProgress);
     return invoke<ResultFile>('run_eval', { request: strip(req) satisfies ShellRunRequest, onProgress: channel });
   },
+  runJury: (req, onProgress) => {
+    const channel = new Channel<JuryProgress>(onProgress);
+    return invoke<JuryFile>('run_jury', { request: strip(req) satisfies ShellRunRequest, onProgress: channel });
+  },
+  pairwiseStandings: (file) => invoke<PairwiseReport | null>('pairwise_standings', { file }),
   cancelRun: () => invoke<void>('cancel_run'),
   saveResult: (path) => invoke<string>('save_result', strip({ path })),
   listResults: (dir) => invoke<ResultEntry[]>('list_results', strip({ dir })),
@@ -272,6 +284,8 @@ export const loadRubric = call('loadRubric');
 export const saveRubric = call('saveRubric');
 export const listEvalSets = call('listEvalSets');
 export const runEval = call('runEval');
+export const runJury = call('runJury');
+export const pairwiseStandings = call('pairwiseStandings');
 export const cancelRun = call('cancelRun');
 export const saveResult = call('saveResult');
 export const calibrateResult = call('calibrateResult');

@@ -47,12 +47,14 @@ import rowTextsFixture from './fixtures/row-texts.json';
 // `readout calibrate` on the default model's 3-shot run with every rotation (the run of
 // ./fixtures/smollm2-135m-instruct.q4_1_3shot_cyclic.json): what "Calibrate from this run" gives
 // for that run (src-tauri's tests check the command writes the same file).
+import juryFixture from '../../bench/results/jury-authored144-cyclic-3shot-smollm2-qwen2.5-equal.json';
 import cyclicCalibrationFile from '../../bench/results/quality/smollm2-135m-instruct.q4_1_3shot_cyclic.calibration.json';
 import type { AppError } from './gen/AppError';
 import type { Fix } from './gen/Fix';
 import type { MockFixtures } from './gen/MockFixtures';
 import type { MockReview } from './gen/MockReview';
 import type {
+  JuryFile,
   CalibrationFile,
   CriterionResult,
   DebiasMode,
@@ -330,6 +332,46 @@ function scoreOne(text: string, name: string, q: Rubric['questions'][string], ch
   return result;
 }
 
+/** A jury's answer (the shell's `readout::jobs::jury::score_panel`): each judge reads the text as
+ * `scoreOne` does with noise of its own, the pool is the mean of their probabilities, and
+ * `disagree` says their top options differ. */
+function juryOne(text: string, name: string, q: Rubric['questions'][string], checked: boolean, settings: ScoreOptions, judges: string[]): CriterionResult {
+  const plain = { ...settings, abstainBelow: undefined, abstainLetterMass: undefined };
+  const each = judges.map((_, j) => scoreOne(j === 0 ? text : `${text} ${'~'.repeat(j)}`, name, q, checked, plain));
+  const w = 1 / judges.length;
+  const pooled = each[0].options.map((o, i) => ({ ...o, probability: each.reduce((s, r) => s + w * r.options[i].probability, 0) }));
+  const sorted = [...pooled].sort((a, b) => b.probability - a.probability);
+  const margin = sorted[0].probability - (sorted[1]?.probability ?? 0);
+  const tops = each.map((r) => r.options.reduce((b, o, i) => (o.probability > r.options[b].probability ? i : b), 0));
+  const disagree = tops.some((t) => t !== tops[0]);
+  const letterMass = each.reduce((s, r) => s + w * (r.letter_mass ?? 0), 0);
+  const abstained =
+    settings.abstainLetterMass !== undefined && letterMass < settings.abstainLetterMass
+      ? 'letter_mass'
+      : settings.abstainBelow !== undefined && sorted[0].probability < settings.abstainBelow
+        ? 'confidence'
+        : disagree && settings.abstainOnDisagreement
+          ? 'disagreement'
+          : undefined;
+  const result = { criterion: name, type: q.type, options: pooled, chosen: abstained ? null : sorted[0].id, probability: sorted[0].probability } as CriterionResult;
+  if (abstained) result.abstained = abstained;
+  if (q.type === 'score') result.expected_level = pooled.reduce((s, o, i) => s + i * o.probability, 0);
+  result.margin = margin;
+  result.close = margin < 0.1;
+  result.order_unstable = checked ? each.some((r) => r.order_unstable === true) : null;
+  result.letter_mass = letterMass;
+  result.judges = each.map((r, j) => ({
+    model: judges[j] ? ([SMOLLM2, QWEN3_06B, GEMMA3_270M].find((m) => m.path === judges[j])?.name ?? judges[j]) : 'SmolLM2 135M Instruct (Q4_1)',
+    weight: w,
+    chosen: r.chosen,
+    probability: r.probability,
+    probabilities: r.options.map((o) => o.probability),
+    order_unstable: r.order_unstable ?? null,
+  }));
+  result.disagree = disagree;
+  return result;
+}
+
 // ---- review (the library's queue and reports, recorded by the shell's tests) ----
 
 /** Whether these are the texts the review fixture was made for (examples/support-tickets.csv). */
@@ -545,7 +587,7 @@ export function createMockBackend(): Backend {
       run = me;
       const out: TextResult[] = [];
       // The example CSV with one order and no option: the default model's answers.
-      const real = areReviewTexts(req.texts) && req.debias === 'none' && !options.abstainBelow && !options.abstainLetterMass && !options.calibration;
+      const real = areReviewTexts(req.texts) && !options.judges?.length && req.debias === 'none' && !options.abstainBelow && !options.abstainLetterMass && !options.calibration;
       for (const [index, t] of req.texts.entries()) {
         if (real) {
           await latency(40);
@@ -557,12 +599,15 @@ export function createMockBackend(): Backend {
         await latency(150 * (checked ? 2 : 1));
         const r: TextResult = { index, criteria: [] };
         if (t.id) r.id = t.id;
-        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) => scoreOne(t.text, name, q, checked, options));
+        const judges = options.judges && options.judges.length > 1 ? options.judges : null;
+        r.criteria = Object.entries(req.rubric.questions).map(([name, q]) =>
+          judges ? juryOne(t.text, name, q, checked, options, judges) : scoreOne(t.text, name, q, checked, options),
+        );
         out.push(r);
         onProgress({ done: index + 1, total: req.texts.length });
         if (me.cancelled) break;
       }
-      keepScored(req, out, settings.benchDir);
+      if (!(options.judges && options.judges.length > 1)) keepScored(req, out, settings.benchDir);
       return out;
     },
 
@@ -595,6 +640,39 @@ export function createMockBackend(): Backend {
         sets.push({ name: 'bad-options', path, rows: 0, error: { ...badSet(path), line: 2, field: 'options' } });
       }
       return sets;
+    },
+
+    async pairwiseStandings(file) {
+      await latency();
+      // The mock's results are runs of authored144, none of them pairwise.
+      findResult(file);
+      return null;
+    },
+
+    async runJury(req, onProgress) {
+      await latency(200);
+      failIf('run_jury', 'The model failed while working out an answer.', 'tensor computation failed: mock failure', { kind: 'retry' });
+      if (run) throw fail('A run is already going: wait for it, or cancel it.');
+      const judges = req.judges ?? [];
+      if (judges.length < 2) throw fail('A jury needs at least two judges.');
+      if (req.calibration) throw fail('A jury has no temperature of its own: run it without one.');
+      // Each judge in turn, then the pool: the committed jury of the default model and Qwen2.5-Coder.
+      const me = { cancelled: false };
+      run = me;
+      try {
+        const total = 144;
+        const started = performance.now();
+        for (const [judge] of judges.entries()) {
+          for (const done of [0, 48, 96, 144]) {
+            await sleep(SLOW ? 800 : 150);
+            if (me.cancelled) throw fail('Stopped: no jury is made of a partial run.');
+            onProgress({ judge, judges: judges.length, progress: { done, total, elapsed_seconds: (performance.now() - started) / 1000 } });
+          }
+        }
+      } finally {
+        run = null;
+      }
+      return clone(juryFixture) as unknown as JuryFile;
     },
 
     async runEval(req, onProgress) {

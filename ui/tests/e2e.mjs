@@ -435,6 +435,41 @@ export const tests = [
     },
   },
   {
+    name: 'score: a jury of two judges, each judge under the jury, no answer where they disagree',
+    async run({ page, url, shot }) {
+      await page.goto(url());
+      await visible(page, '[data-page="score"]');
+      await page.fill('#texts', ['I was charged twice this month, please refund one of them.', 'The app crashes every time I open the settings page.'].join('\n'));
+      await page.getByRole('button', { name: 'Open a saved rubric…' }).click();
+      await visible(page, '[data-testid="rubric-summary"]');
+      await page.click('[data-testid="add-judge"]');
+      await visible(page, '#judge-2');
+      assert.match(await text(page, '[data-testid="jury-help"]'), /2 judges read every text one after another/);
+      const models = await page.locator('#judge-2 option').evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+      await page.selectOption('#judge-2', models[models.length - 1]);
+      await shot('score-jury-settings');
+      await page.click('[data-testid="score-button"]');
+      await visible(page, '[data-testid="score-table"]');
+      // Every answer holds each judge's.
+      const cells = page.locator('[data-testid="answer-cell"]');
+      assert.equal(await cells.count(), 6);
+      await cells.first().locator('summary').click();
+      await visible(page, '[data-testid="judges"]');
+      assert.equal(await cells.first().locator('[data-testid="judge-answer"]').count(), 2);
+      const disagree = await page.locator('[data-testid="answer-cell"][data-disagree="true"]').count();
+      await shot('score-jury-done');
+      // No answer where the judges disagree.
+      await page.click('[data-testid="abstain-disagree"]');
+      await page.click('[data-testid="score-button"]');
+      await page.waitForFunction(() => !document.querySelector('[data-testid="score-results"] [data-state="running"]'));
+      await visible(page, '[data-testid="score-table"]');
+      assert.equal(await page.locator('[data-testid="answer-cell"][data-abstained="disagreement"]').count(), disagree);
+      // Taking the judge off leaves one model.
+      await page.click('[data-testid="remove-judge-2"]');
+      assert.equal(await page.locator('#judge-2').count(), 0);
+    },
+  },
+  {
     name: 'lib: option-order costs and texts from any CSV (unit)',
     async run() {
       await scoreInputUnits();
@@ -902,6 +937,24 @@ export const tests = [
       await go(page, 'results');
       await visible(page, '[data-testid="runs-table"]');
       assert.equal(await page.locator('[data-testid="runs-table"] tbody tr').count(), 2, 'same name as the bundled file: replaced, not added');
+    },
+  },
+  {
+    name: 'evaluate: a jury of two judges runs each in turn and compares the jury with the best',
+    async run({ page, url, shot }) {
+      await page.goto(url('', 'evaluate'));
+      await page.waitForFunction(() => document.querySelector('#evalset')?.textContent?.includes('authored144 (144 rows)'));
+      await page.click('[data-testid="eval-add-judge"]');
+      await visible(page, '#eval-judge-2');
+      assert.match(await text(page, '[data-testid="eval-jury-help"]'), /2 judges run the eval set one after another/);
+      await page.click('[data-testid="run-button"]');
+      await page.waitForFunction(() => /Running judge 2 of 2/.test(document.querySelector('[data-testid="running-card"]')?.textContent ?? ''));
+      await shot('evaluate-jury-running');
+      await visible(page, '[data-testid="jury-view"]');
+      assert.equal(await page.locator('[data-testid="jury-row"]').count(), 3, 'two judges and the jury');
+      assert.match(await text(page, '[data-testid="jury-versus-best"]'), /Against the best judge alone \(Qwen2\.5/);
+      assert.match(await text(page, '[data-testid="jury-agreement"]'), /The judges disagree on \d+ of 144 rows/);
+      await shot('evaluate-jury-done');
     },
   },
   {

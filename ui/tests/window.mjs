@@ -25,7 +25,8 @@
 //
 // Environment: APP (the readout-app binary), READOUT_CLI (the readout binary), BENCH (the app's
 // bench folder), CLI_CYCLIC (the CLI's 3-shot cyclic result file), QUALITY_FILE (the name of the
-// committed run with the risk–coverage curve and position bias, copied into BENCH), SHOTS_DIR
+// committed run with the risk–coverage curve and position bias, copied into BENCH), PAIRWISE_FILE
+// (a committed pairwise run, copied into BENCH), SHOTS_DIR
 // (where to write screenshots), DRIVER (WebDriver address, default http://127.0.0.1:4444/).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -304,6 +305,23 @@ try {
   log(`no answer for ${unsure.length} of ${abstained.length} criteria under 50%`);
   await setInput('[data-testid="abstain-below"]', '');
 
+  // A jury: a second judge under the first (the default model again, the one model a fresh app
+  // knows): the shell loads each in turn, and every answer holds each judge's under the jury's.
+  await click('[data-testid="add-judge"]');
+  await visible('#judge-2');
+  await shot('score-jury-settings', '[data-testid="score-card"]');
+  await click('[data-testid="score-button"]');
+  const judged = () =>
+    driver.executeScript(`return [...document.querySelectorAll('[data-testid="answer-cell"]')].map((c) => c.querySelectorAll('[data-testid="judge-answer"]').length)`);
+  await driver.wait(async () => (await judged()).some((n) => n > 0), 120_000, 'the jury answers');
+  assert.ok((await judged()).every((n) => n === 2), `two judges under every answer: ${JSON.stringify(await judged())}`);
+  // The same model twice never disagrees.
+  assert.equal((await driver.findElements(css('[data-testid="answer-cell"][data-disagree="true"]'))).length, 0);
+  await driver.executeScript(`document.querySelector('[data-testid="answer-cell"] summary').click()`);
+  await shot('score-jury', '[data-testid="score-results"]');
+  await click('[data-testid="remove-judge-2"]');
+  log('scored the example with a jury of two judges');
+
   // A text longer than the model's context: the error reaches the window; the app keeps going.
   const long = (await find('#texts'));
   await driver.executeScript(
@@ -495,11 +513,30 @@ try {
   await shot('evaluate-calibrated', '[data-testid="calibrate-card"]');
   log(`calibrated: ${await textOf('[data-testid="calibrated-temperature"]')}`);
 
+  // A jury: the default model twice on authored144 (no shots, one order, to be quick), each
+  // judge run in turn by the shell; each judge's result file and the jury file land in the
+  // results folder, and the jury is set against the best judge.
+  await setInput('#shots', 0);
+  await select('#debias', 'none');
+  await click('[data-testid="eval-add-judge"]');
+  await visible('#eval-judge-2');
+  await click('[data-testid="run-button"]');
+  await driver.wait(async () => /Running judge 2 of 2/.test(await driver.executeScript(`return document.querySelector('[data-testid="running-card"]')?.textContent ?? ''`)), 240_000, 'the second judge runs');
+  await visible('[data-testid="jury-view"]', 240_000);
+  assert.equal((await driver.findElements(css('[data-testid="jury-row"]'))).length, 3, 'two judges and the jury');
+  assert.match(await textOf('[data-testid="jury-agreement"]'), /The judges disagree on 0 of 144 rows/);
+  const juryFiles = readdirSync(bench).filter((f) => f.includes('_jury_'));
+  assert.equal(juryFiles.length, 3, `the jury file and each judge's: ${juryFiles}`);
+  await shot('evaluate-jury', '[data-testid="jury-view"]');
+  await click('[data-testid="eval-remove-judge-2"]');
+  log(`a jury of two judges on authored144: ${juryFiles.join(', ')}`);
+
   // ── Results: the app's file beside the CLI's ─────────────────────────────────────────────
   await go('results');
   await visible('[data-testid="runs-table"]');
   // (The labels-curve file beside them is listed apart.)
-  const files = readdirSync(bench).filter((f) => f.endsWith('.json') && !f.startsWith('labels-curve-') && !f.endsWith('.scored.json') && !f.endsWith('.calibration.json'));
+  // (Run files only: a jury file sits beside its judges' runs and is not one.)
+  const files = readdirSync(bench).filter((f) => f.endsWith('.json') && readFileSync(join(bench, f), 'utf8').includes('"readout.result"'));
   await driver.wait(
     async () => (await driver.findElements(css('[data-testid="runs-table"] tbody tr'))).length === files.length,
     20_000,
@@ -541,6 +578,19 @@ try {
   await driver.executeScript(`document.querySelector('[data-testid="results-view"] [data-testid="position-bias-chart-data"] summary').click()`);
   await visible('[data-testid="results-view"] [data-testid="position-bias-chart-data"] table');
   await shot('results-quality-data', '[data-testid="results-view"] [data-testid="position-bias-chart"]');
+  // A pairwise run (window-test.sh put the default model's pairwise24 run in the results folder):
+  // the standings of the systems compared, by the judge and by gold.
+  await driver.executeScript(
+    `const row = [...document.querySelectorAll('[data-testid="runs-table"] tbody tr')].find((r) => r.querySelector('.file-cell')?.title.endsWith(arguments[0]));
+     row.querySelector('[data-testid="open-run"]').click();`,
+    env('PAIRWISE_FILE'),
+  );
+  await visible('[data-testid="results-view"] [data-testid="pairwise-card"]', 20_000);
+  const systems = (await driver.findElements(css('[data-testid="pairwise-row"]'))).length;
+  assert.ok(systems >= 2, `a row per system compared (${systems})`);
+  assert.match(await textOf('[data-testid="pairwise-summary"]'), /^\d+ pairs, each read with the two responses in both orders\. The judge agrees with gold on \d+/);
+  await shot('results-pairwise', '[data-testid="results-view"] [data-testid="pairwise-card"]');
+  log(`pairwise standings: ${systems} systems; ${await textOf('[data-testid="pairwise-summary"]')}`);
   // The real judge's authored144 run (written before runs recorded agreement; the shell gives it
   // from the rows): agreement with the right answers per question, the confusion matrix on demand.
   const qwenRun = 'authored144_qwen2.5-coder-1.5b-instruct-q4_k_m_readout_3shot_cyclic.json';

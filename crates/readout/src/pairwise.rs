@@ -37,6 +37,8 @@ pub struct Comparison {
 
 /// A value with its 95 % interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "PairwiseEstimate"))]
 pub struct Estimate {
     pub estimate: f64,
     pub lo: f64,
@@ -45,6 +47,8 @@ pub struct Estimate {
 
 /// One system's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "PairwiseStanding"))]
 pub struct Standing {
     pub games: usize,
     /// Wins plus half the ties, over games (Wilson interval); `None` without games.

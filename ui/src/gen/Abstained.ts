@@ -3,4 +3,4 @@
 /**
  * Why a criterion got no answer (`score --abstain-below`, `--abstain-letter-mass`).
  */
-export type Abstained = "confidence" | "letter_mass";
+export type Abstained = "confidence" | "letter_mass" | "disagreement";

@@ -34,4 +34,13 @@ resume?: boolean,
  * A calibration file (`readout calibrate`), as `pick_file` gave it: its temperature is
  * applied to every row and recorded in the result file.
  */
-calibration?: string, };
+calibration?: string, 
+/**
+ * `run_jury`: the judges' models (two or more; an empty path is the default model).
+ */
+judges?: Array<string>, 
+/**
+ * `run_jury`: equal (the default) or fitted weights (each judge's temperature and the
+ * pool's weights cross-fitted by group folds).
+ */
+juryWeights?: string, };

@@ -23,4 +23,14 @@ calibration?: string,
  * Cut a text too long for the model from the middle (its head and tail kept) instead of
  * refusing it (`--truncate-middle`).
  */
-truncateMiddle?: boolean, };
+truncateMiddle?: boolean, 
+/**
+ * A jury: its judges' models (two or more; an empty path is the default model), each read
+ * with the chat template the settings name for it, one after another, their probabilities
+ * averaged (`readout score --model A --model B`). The `model` argument is then not read.
+ */
+judges?: Array<string>, 
+/**
+ * With judges: no answer where they do not all choose the same option.
+ */
+abstainOnDisagreement?: boolean, };

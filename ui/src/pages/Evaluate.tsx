@@ -1,19 +1,22 @@
 // Evaluate: run a labelled eval set through a model under one configuration.
 import { useEffect, useState } from 'preact/hooks';
-import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, saveResult, toAppError, type AppError, type Fix } from '../api';
+import { Fragment } from 'preact';
+import { cancelRun, errorMessage, listEvalSets, pickFile, runEval, runJury, saveResult, toAppError, type AppError, type Fix } from '../api';
 import { CalibrationPicker } from '../components/CalibrationPicker';
 import { ModelSelect } from '../components/ModelSelect';
 import { ResultView } from '../components/ResultView';
 import { CalibrateFromRun } from './evaluate/CalibrateFromRun';
+import { JuryView } from './evaluate/JuryView';
 import { Card, Empty, ErrorBox, Notice } from '../components/ui';
 import { DEBIAS, debiasHelp } from '../lib/debias';
 import { baseName, duration } from '../lib/format';
-import type { DebiasMode, EvalSetEntry, Fitted, Mode, ModelEntry, Progress, ResultFile } from '../types';
+import type { DebiasMode, EvalSetEntry, Fitted, JuryFile, Mode, ModelEntry, Progress, ResultFile } from '../types';
 
 type Run =
   | { status: 'idle' }
-  | { status: 'running'; progress: Progress | null; cancelling: boolean }
+  | { status: 'running'; progress: Progress | null; cancelling: boolean; judge?: { at: number; of: number } }
   | { status: 'done'; result: ResultFile }
+  | { status: 'jury'; file: JuryFile }
   /** `error`: what the shell said (its fix, its Details); `key`: the choices it failed on. */
   | { status: 'error'; message: string; error?: AppError; key?: string };
 
@@ -57,6 +60,8 @@ export function EvaluatePage(props: {
   const [extra, setExtra] = useState<string[]>([]);
   const [evalSet, setEvalSet] = useState('');
   const [model, setModel] = useState('');
+  // A jury: the judges beside `model` ('' the default model).
+  const [judges, setJudges] = useState<string[]>([]);
   const [mode, setMode] = useState<Mode>('readout');
   const [shots, setShots] = useState(3);
   const [debias, setDebias] = useState<DebiasMode>('cyclic');
@@ -107,6 +112,22 @@ export function EvaluatePage(props: {
     setSavedPath(null);
     setSaveError(null);
     setRun({ status: 'running', progress: null, cancelling: false });
+    if (judges.length > 0) {
+      try {
+        const file = await runJury(
+          { evalSet, judges: [model, ...judges], mode, shots, debias, pruneHead, prompt, truncateMiddle: fixed.truncateMiddle, skipBad: (fixed.skipBad ?? skipBad) || undefined },
+          (p) => setRun((r) => (r.status === 'running' ? { ...r, progress: p.progress, judge: { at: p.judge + 1, of: p.judges } } : r)),
+        );
+        setRun({ status: 'jury', file });
+        props.onSaved();
+      } catch (e) {
+        const error = toAppError(e);
+        setRun({ status: 'error', message: error.message, error, key });
+      } finally {
+        props.onModelUsed();
+      }
+      return;
+    }
     try {
       const result = await runEval(
         {
@@ -251,8 +272,36 @@ export function EvaluatePage(props: {
             Skip bad lines <span class="muted">(score the rest; the result file lists the lines left out)</span>
           </label>
 
-          <label for="eval-model">Model</label>
+          <label for="eval-model">{judges.length > 0 ? 'Judge 1' : 'Model'}</label>
           <ModelSelect id="eval-model" value={model} onChange={setModel} models={props.models} defaultModel={props.defaultModel} />
+          {judges.map((j, i) => (
+            <Fragment key={i}>
+              <label for={`eval-judge-${i + 2}`}>Judge {i + 2}</label>
+              <div class="row">
+                <ModelSelect
+                  id={`eval-judge-${i + 2}`}
+                  value={j}
+                  onChange={(p) => setJudges(judges.map((x, k) => (k === i ? p : x)))}
+                  models={props.models}
+                  defaultModel={props.defaultModel}
+                />
+                <button type="button" onClick={() => setJudges(judges.filter((_, k) => k !== i))} data-testid={`eval-remove-judge-${i + 2}`}>
+                  Remove
+                </button>
+              </div>
+            </Fragment>
+          ))}
+          <span class="label" />
+          <p class="small row wrap">
+            <button type="button" onClick={() => setJudges([...judges, ''])} data-testid="eval-add-judge">
+              {judges.length === 0 ? 'Ask more models (a jury)' : 'Add a judge'}
+            </button>
+            <span class="muted" data-testid="eval-jury-help">
+              {judges.length === 0
+                ? 'Several models can judge together: each runs the eval set, and the jury is compared with the best of them.'
+                : `${judges.length + 1} judges run the eval set one after another; each judge's result file and the jury file go to the results folder.`}
+            </span>
+          </p>
 
           <span class="label">How to read the answer</span>
           <div class="segmented" role="radiogroup" aria-label="Mode">
@@ -359,10 +408,11 @@ export function EvaluatePage(props: {
       <section class="results-area" data-testid="eval-results">
         {run.status === 'idle' && <Empty title="No run yet">Choose an eval set and press Run. A run of authored144 on the default model takes a minute or two on a laptop.</Empty>}
         {run.status === 'running' && (
-          <Card title={run.cancelling ? 'Stopping after the rows in flight…' : 'Running'} testid="running-card">
+          <Card title={run.cancelling ? 'Stopping after the rows in flight…' : run.judge ? `Running judge ${run.judge.at} of ${run.judge.of}` : 'Running'} testid="running-card">
             <ProgressBar progress={run.progress} />
           </Card>
         )}
+        {run.status === 'jury' && <JuryView file={run.file} />}
         {run.status === 'error' && (
           <ErrorBox title="The run could not be done" error={run.error ?? run.message} onFix={fix} onRetry={stuck ? undefined : () => start()} />
         )}

@@ -1,7 +1,8 @@
 // Results: the runs in the results folder, one opened, or two compared; and the labels-curve
 // files beside them (how many labels a person needs), listed apart and drawn when opened.
 import { useEffect, useState } from 'preact/hooks';
-import { compareResults, errorMessage, listLabelsCurves, listResults, loadLabelsCurve, loadResult, pickFile } from '../api';
+import { compareResults, errorMessage, listLabelsCurves, listResults, loadLabelsCurve, loadResult, pairwiseStandings, pickFile } from '../api';
+import { PairwiseCard } from './results/PairwiseCard';
 import { AgreementList, BETWEEN_RUNS } from '../components/Agreement';
 import { CompareBars } from '../components/charts';
 import { LabelsCurveView } from '../components/LabelsCurveView';
@@ -9,14 +10,14 @@ import { debiasWords, ResultView } from '../components/ResultView';
 import { Busy, Card, Empty, ErrorBox } from '../components/ui';
 import { baseName, pct, pValue } from '../lib/format';
 import { Scorings } from './results/Scorings';
-import type { Comparison, LabelsCurveEntry, LabelsCurveFile, PairedBootstrap, ResultFile, ResultEntry, RowRecord } from '../types';
+import type { Comparison, LabelsCurveEntry, LabelsCurveFile, PairedBootstrap, PairwiseReport, ResultFile, ResultEntry, RowRecord } from '../types';
 
 type List = { status: 'loading' } | { status: 'ready'; rows: ResultEntry[] } | { status: 'error'; message: string };
 type Curves = { status: 'loading' } | { status: 'ready'; rows: LabelsCurveEntry[] } | { status: 'error'; message: string };
 type View =
   | { kind: 'none' }
   | { kind: 'open'; file: string; status: 'loading' }
-  | { kind: 'open'; file: string; status: 'ready'; result: ResultFile }
+  | { kind: 'open'; file: string; status: 'ready'; result: ResultFile; pairwise: PairwiseReport | null }
   | { kind: 'open'; file: string; status: 'error'; message: string }
   | { kind: 'compare'; a: string; b: string; status: 'loading' }
   | { kind: 'compare'; a: string; b: string; status: 'ready'; comparison: Comparison; rows: RowRecord[]; chance: Record<string, number | undefined> }
@@ -214,8 +215,8 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
   async function open(file: string) {
     setView({ kind: 'open', file, status: 'loading' });
     try {
-      const result = await loadResult(file);
-      setView({ kind: 'open', file, status: 'ready', result });
+      const [result, pairwise] = await Promise.all([loadResult(file), pairwiseStandings(file).catch(() => null)]);
+      setView({ kind: 'open', file, status: 'ready', result, pairwise });
     } catch (e) {
       setView({ kind: 'open', file, status: 'error', message: errorMessage(e) });
     }
@@ -391,6 +392,7 @@ export function ResultsPage(props: { benchDir?: string; refresh: number; active:
           <ResultView
             result={view.result}
             file={view.file}
+            below={view.pairwise ? <PairwiseCard report={view.pairwise} /> : undefined}
             actions={
               <button type="button" class="secondary" onClick={() => setView({ kind: 'none' })}>
                 Close

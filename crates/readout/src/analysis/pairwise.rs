@@ -11,6 +11,7 @@ use std::path::Path;
 
 /// One system, by the judge and by gold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SystemStanding {
     pub system: String,
     pub judge: Standing,
@@ -19,6 +20,7 @@ pub struct SystemStanding {
 
 /// The pairwise rows of a run, summed up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PairwiseReport {
     pub pairs: usize,
     /// Verdicts equal to gold.
@@ -31,6 +33,11 @@ pub struct PairwiseReport {
     pub seed: u64,
     /// Best by the judge's Bradley–Terry score first.
     pub systems: Vec<SystemStanding>,
+}
+
+/// Whether `result` holds pairwise rows (an eval set made by `readout pairwise evalset`).
+pub fn is_pairwise(result: &ResultFile) -> bool {
+    result.rows.iter().any(|r| r.family == FAMILY)
 }
 
 /// The standings of a result file's pairwise rows (`path` names it in refusals).

@@ -16,6 +16,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// How the judges' probabilities are weighted in the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum JuryWeights {
     /// Every judge the same weight, its probabilities as its run gave them.
@@ -32,6 +33,8 @@ option_names!(JuryWeights, "jury weighting", "equal, fitted or given", { Equal =
 
 /// One judge: its result file and what made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", ts(rename = "JuryJudge"))]
 pub struct JudgeRecord {
     /// The result file's name and the sha256 of its bytes.
     pub file: String,
@@ -52,6 +55,7 @@ pub struct JudgeRecord {
     /// The peak resident memory of its run (the judges of `readout run --model A --model B` run
     /// one after another, each measured apart); absent where its run did not record one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub peak_rss_bytes: Option<u64>,
     /// The judge alone, as its run scored the rows.
     pub summary: Summary,
@@ -59,6 +63,7 @@ pub struct JudgeRecord {
 
 /// How the weights were chosen, and each fold's fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct WeightsRecord {
     pub method: JuryWeights,
     /// Folds by group (fitted weights; 0 for equal ones).
@@ -72,6 +77,7 @@ pub struct WeightsRecord {
 
 /// Krippendorff's α of the judges' answers (nominal), over rows of one criterion or all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct JudgeAgreement {
     /// A family of the eval set, or `all`.
     pub criterion: String,
@@ -84,6 +90,7 @@ pub struct JudgeAgreement {
 
 /// The jury against the best single judge (by mean family balanced accuracy): B is the jury.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct VersusBest {
     /// Index into `judges`.
     pub judge: usize,
@@ -92,6 +99,7 @@ pub struct VersusBest {
 
 /// One judge's answer on a row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct JudgeAnswer {
     /// The probabilities the pool took (after the judge's temperature, fitted weights only).
     pub probs: Vec<f64>,
@@ -100,6 +108,7 @@ pub struct JudgeAnswer {
 
 /// A row: every judge's answer and the jury's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct JuryRow {
     pub id: String,
     pub family: String,
@@ -144,6 +153,7 @@ pub struct JudgeResult<'a> {
 
 /// A jury file, as `readout jury` writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct JuryFile {
     pub schema: String,
     pub schema_version: u32,

@@ -192,7 +192,7 @@ impl ScoreRequest {
         if !policy.paths {
             return Err(invalid(
                 "judges",
-                "this server reads no files and scores with the model it was started with: a jury is for the CLI, the app and Python",
+                "this server reads no files and scores with the model it was started with: a jury is for the CLI (readout score --model A --model B) and the app",
             ));
         }
         if self.calibration.is_some() {

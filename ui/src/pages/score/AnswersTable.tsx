@@ -8,6 +8,9 @@ import type { CriterionResult, ScoreOptions, TextIn, TextResult } from '../../ty
 
 /** Why a criterion got no answer, in words, with the threshold it fell under. */
 function abstainWhy(c: CriterionResult, options: ScoreOptions): string {
+  if (c.abstained === 'disagreement') {
+    return 'No answer: the judges do not all choose the same option.';
+  }
   if (c.abstained === 'letter_mass') {
     return `No answer: the answer letters got ${pct(c.letter_mass, 0)} of the model's next-token probability, under the ${pct(options.abstainLetterMass, 0)} asked for. None of the options seems to fit.`;
   }
@@ -27,6 +30,7 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions; badges: boolea
       data-abstained={c.abstained}
       data-close={c.close ? 'true' : undefined}
       data-unstable={c.order_unstable === true ? 'true' : undefined}
+      data-disagree={c.disagree === true ? 'true' : undefined}
     >
       <summary>
         {c.abstained ? (
@@ -60,6 +64,16 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions; badges: boolea
               close
             </Badge>
           )}
+          {c.abstained === 'disagreement' && (
+            <Badge kind="abstain" title={why}>
+              judges disagree
+            </Badge>
+          )}
+          {props.badges && c.disagree === true && c.abstained !== 'disagreement' && (
+            <Badge kind="close" title="The judges do not all choose this answer: see each judge's below.">
+              judges disagree
+            </Badge>
+          )}
           {props.badges && c.order_unstable === true && (
             <Badge kind="unstable" title="The answer changed when the options were shown in another order: do not rely on it.">
               order-unstable
@@ -79,6 +93,24 @@ function Cell(props: { c: CriterionResult; options: ScoreOptions; badges: boolea
           </li>
         ))}
       </ul>
+      {c.judges && (
+        <div class="judges" data-testid="judges">
+          <p class="small">
+            <strong>Each judge</strong> (the answer above is their {c.judges.every((j) => Math.abs(j.weight - c.judges![0].weight) < 1e-9) ? 'average' : 'weighted average'})
+          </p>
+          <ul class="judge-list small">
+            {c.judges.map((j, k) => {
+              const said = j.chosen === null ? 'no answer' : c.type === 'noul' ? (j.chosen === 'yes' ? 'Yes' : 'No') : j.chosen;
+              return (
+                <li key={k} data-testid="judge-answer" class={j.chosen !== c.chosen ? 'is-top' : ''}>
+                  <strong>{said}</strong> {pct(j.probability, 0)}
+                  {j.order_unstable === true ? ' (order-unstable)' : ''} — {j.model}
+                </li>
+              );
+            })}
+          </ul>
+        </div>
+      )}
       {c.abstained && (
         <p class="small" data-testid="abstain-why">
           {why}

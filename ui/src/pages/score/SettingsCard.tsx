@@ -3,6 +3,7 @@
 // the model. Folded under "More settings": the two exact "no answer" numbers, a temperature, and
 // every way of handling the options' order. Ctrl+Enter (⌘+Enter on a Mac) scores from anywhere
 // on the page.
+import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { CalibrationPicker } from '../../components/CalibrationPicker';
 import { ModelSelect } from '../../components/ModelSelect';
@@ -42,6 +43,50 @@ function costLine(s: Scoring, texts: number): string | null {
   return measured
     ? `${label}: about ${x} the time of one order (${optionsWords(options)}) — ${time(s.debias)} for ${these} on this model.`
     : `${label}: ${x} the work of one order (${optionsWords(options)}).`;
+}
+
+/** A jury: more judges under the model, each a model of its own; with two or more the texts are
+ * read by each in turn and their answers averaged. */
+function JuryRows(props: { scoring: Scoring; models: ModelEntry[]; defaultModel?: string }) {
+  const st = props.scoring.settings;
+  const judges = st.judges;
+  const set = (i: number, path: string) => st.setJudges(judges.map((j, k) => (k === i ? path : j)));
+  return (
+    <div class="jury" data-testid="jury">
+      {judges.length > 0 && (
+        <div class="form-grid wide score-grid">
+          {judges.map((j, i) => (
+            <Fragment key={i}>
+              <label for={`judge-${i + 2}`}>
+                Judge {i + 2}
+              </label>
+              <div class="row">
+                <ModelSelect id={`judge-${i + 2}`} value={j} onChange={(p) => set(i, p)} models={props.models} defaultModel={props.defaultModel} />
+                <button type="button" onClick={() => st.setJudges(judges.filter((_, k) => k !== i))} title="Take this judge off the jury" data-testid={`remove-judge-${i + 2}`}>
+                  Remove
+                </button>
+              </div>
+            </Fragment>
+          ))}
+          <span class="label">When judges disagree</span>
+          <label class="check">
+            <input type="checkbox" checked={st.abstainDisagree} onChange={(e) => st.setAbstainDisagree(e.currentTarget.checked)} data-testid="abstain-disagree" />
+            Give no answer
+          </label>
+        </div>
+      )}
+      <p class="small row wrap">
+        <button type="button" onClick={() => st.setJudges([...judges, ''])} data-testid="add-judge">
+          {judges.length === 0 ? 'Ask more models (a jury)' : 'Add a judge'}
+        </button>
+        <span class="muted" data-testid="jury-help">
+          {judges.length === 0
+            ? 'Several models can judge together: each reads every text, and their answers are averaged.'
+            : `${judges.length + 1} judges read every text one after another (one model in memory at a time); the answer is the average of their probabilities, and each judge's own answer is shown under it.`}
+        </span>
+      </p>
+    </div>
+  );
 }
 
 export function SettingsCard(props: { scoring: Scoring; models: ModelEntry[]; defaultModel?: string }) {
@@ -123,7 +168,7 @@ export function SettingsCard(props: { scoring: Scoring; models: ModelEntry[]; de
           </span>
         </div>
 
-        <label for="score-model">Model</label>
+        <label for="score-model">{s.settings.judges.length > 0 ? 'Judge 1' : 'Model'}</label>
         <div class="row">
           <ModelSelect id="score-model" value={s.model} onChange={s.setModel} models={props.models} defaultModel={props.defaultModel} />
           <span class="spacer" />
@@ -140,6 +185,7 @@ export function SettingsCard(props: { scoring: Scoring; models: ModelEntry[]; de
           </button>
         </div>
       </div>
+      <JuryRows scoring={s} models={props.models} defaultModel={props.defaultModel} />
       {s.why && !s.running ? (
         <p class="muted small right">{s.why}</p>
       ) : (

@@ -62,6 +62,12 @@ export function useScoring(texts: TextIn[], rubric: RubricState, onModelUsed: ()
     };
     const key = keyOf(cut);
     const modelPath = choice ? choice.model : model;
+    // A jury: the first judge is the model chosen, the others are added under it.
+    const jury = !choice && settings.judges.length > 0;
+    if (jury) {
+      options.judges = [modelPath, ...settings.judges];
+      options.abstainOnDisagreement = settings.abstainDisagree || undefined;
+    }
     setExportNote(null);
     setExportError(null);
     setRun({ status: 'running', count: snapshot.length, done: 0, debias: chosen, stopping: false });
@@ -71,7 +77,7 @@ export function useScoring(texts: TextIn[], rubric: RubricState, onModelUsed: ()
         (p) => setRun((r) => (r.status === 'running' ? { ...r, done: p.done } : r)),
       );
       // The verdict's record is a nicety: a results folder that cannot be read gives none.
-      const [summary, judge] = await Promise.all([answersSummary(results), judgeRecord(modelPath || undefined).catch(() => null)]);
+      const [summary, judge] = await Promise.all([answersSummary(results), jury ? null : judgeRecord(modelPath || undefined).catch(() => null)]);
       setRun({ status: 'done', texts: snapshot, results, debias: chosen, options, summary, judge });
     } catch (e) {
       const error = toAppError(e);
@@ -131,7 +137,7 @@ export function useScoring(texts: TextIn[], rubric: RubricState, onModelUsed: ()
   }
 
   // What a scoring depends on: an error that scoring again cannot help stands until one changes.
-  const keyOf = (cut: boolean) => JSON.stringify([texts, draft, debias, model, abstainBelow, abstainMass, calibration, cut]);
+  const keyOf = (cut: boolean) => JSON.stringify([texts, draft, debias, model, settings.judges, settings.abstainDisagree, abstainBelow, abstainMass, calibration, cut]);
   const inputsKey = keyOf(truncate);
   const stuck = run.status === 'error' && run.key === inputsKey && run.error?.fix?.kind !== 'retry';
 

@@ -36,6 +36,10 @@ export function useSettings(texts: TextIn[], draft: RubricDraft | null) {
   // The person's choice of order; null: the default (`defaultOrder`).
   const [chosen, setChosen] = useState<DebiasMode | null>(null);
   const [model, setModel] = useState<string>('');
+  // A jury: the models of the judges beside `model` ('' the default model); none: one judge.
+  const [judges, setJudges] = useState<string[]>([]);
+  // With a jury: no answer where its judges disagree.
+  const [abstainDisagree, setAbstainDisagree] = useState(false);
   // When to give no answer (percentages as typed; empty: always answer).
   const [abstainBelow, setAbstainBelow] = useState('');
   const [abstainMass, setAbstainMass] = useState('');
@@ -70,6 +74,10 @@ export function useSettings(texts: TextIn[], draft: RubricDraft | null) {
     restoreDebias: (d: DebiasMode | null) => setChosen(d),
     model,
     setModel,
+    judges,
+    setJudges,
+    abstainDisagree,
+    setAbstainDisagree,
     abstainBelow,
     setAbstainBelow,
     abstainMass,
