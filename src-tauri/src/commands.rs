@@ -166,8 +166,8 @@ fn judges_request(state: &AppState, judges: &[PathBuf]) -> serde_json::Value {
 }
 
 #[tauri::command]
-pub async fn score_texts(
-    state: State<'_, AppState>,
+pub async fn score_texts<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
     rubric: serde_json::Value,
     texts: Vec<TextIn>,
     debias: Option<String>,
@@ -175,6 +175,8 @@ pub async fn score_texts(
     options: Option<ScoreOptions>,
     on_progress: Channel<ScoreProgress>,
 ) -> Res<Vec<TextResult>> {
+    use tauri::Manager;
+    let state = app.state::<AppState>();
     if texts.iter().all(|t| t.text.trim().is_empty()) {
         return Err("There is no text to score: paste one or open a file.".into());
     }
@@ -199,19 +201,12 @@ pub async fn score_texts(
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     if let Some(panel) = panel {
-        // Each judge alone in memory: the model held goes first.
-        state.release_engine();
-        let opts = panel
-            .judges
-            .iter()
-            .map(|j| state.load_options(j.model.clone()).map(|(_, o)| o))
-            .collect::<Res<Vec<_>>>()?;
+        let keys = panel.judges.iter().map(|j| state.load_options(j.model.clone())).collect::<Res<Vec<_>>>()?;
         let n = panel.judges.len();
+        let app = app.clone();
         return tauri::async_runtime::spawn_blocking(move || {
-            let mut load = |i: usize, spec: &readout::formats::judges::JudgeSpec| {
-                let t0 = std::time::Instant::now();
-                readout::engine::Engine::load(&spec.model, &opts[i]).map(|e| (e, t0.elapsed().as_secs_f64()))
-            };
+            let state = app.state::<AppState>();
+            let mut load = state.judge_loader(keys);
             let mut on_text = |judge: usize, _: &TextResult, done: usize, total: usize| {
                 let _ = on_progress.send(ScoreProgress { done: judge * total + done, total: total * n });
                 !cancel.load(Ordering::SeqCst)
@@ -338,6 +333,11 @@ fn newest_run(dir: &Path, model: &Path) -> Option<JudgeRecord> {
         }
         // A file that cannot be read is the Results page's to report; here it is no record.
         let Ok(r) = ResultFile::load(&p) else { continue };
+        // A pairwise run measures another question (which of two responses is better), not the
+        // rubric answers the verdict speaks of.
+        if readout::analysis::pairwise::is_pairwise(&r) {
+            continue;
+        }
         let Some(m) = r.metrics.as_ref().filter(|_| r.status == Status::Complete && r.model.file == name) else {
             continue;
         };
@@ -532,7 +532,8 @@ pub struct JuryProgress {
 /// turn, alone in memory, its result file kept in the results folder; their runs are pooled into
 /// a jury file there, which comes back.
 #[tauri::command]
-pub async fn run_jury(
+pub async fn run_jury<R: tauri::Runtime>(
+    app: tauri::AppHandle<R>,
     state: State<'_, AppState>,
     request: RunRequest,
     on_progress: Channel<JuryProgress>,
@@ -577,20 +578,18 @@ pub async fn run_jury(
         })
         .collect();
     let panel = readout::formats::judges::Panel::new(specs, false, Path::new("judges")).map_err(msg)?;
-    let load_opts = models.iter().map(|m| state.load_options(m.clone()).map(|(_, o)| o)).collect::<Res<Vec<_>>>()?;
+    let keys = models.iter().map(|m| state.load_options(m.clone())).collect::<Res<Vec<_>>>()?;
     let bench = state.settings().bench_dir;
     std::fs::create_dir_all(&bench).map_err(|e| AppError::io(&bench, &e))?;
     let out = readout::formats::results::unused_path(&bench.join(default_name(&set.name, "jury", &config)));
-    state.release_engine();
     let cancel = state.cancel.clone();
     cancel.store(false, Ordering::SeqCst);
     let limit = request.limit;
     let n = models.len();
     tauri::async_runtime::spawn_blocking(move || {
-        let mut load = |i: usize, spec: &readout::formats::judges::JudgeSpec| {
-            let t0 = std::time::Instant::now();
-            readout::engine::Engine::load(&spec.model, &load_opts[i]).map(|e| (e, t0.elapsed().as_secs_f64()))
-        };
+        use tauri::Manager;
+        let state = app.state::<AppState>();
+        let mut load = state.judge_loader(keys);
         let mut progress = |judge: usize, progress: Progress| {
             let _ = on_progress.send(JuryProgress { judge, judges: n, progress });
         };

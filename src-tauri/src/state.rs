@@ -258,6 +258,30 @@ impl AppState {
             *held = None;
         }
     }
+
+    /// Hold `engine`, loaded with `key` (a jury's judge: the last one stays loaded after it).
+    pub fn hold(&self, key: EngineKey, engine: Arc<Engine>) {
+        if let Ok(mut held) = self.engine.lock() {
+            *held = Some((key, engine));
+        }
+    }
+
+    /// A jury's loader: each judge's model loaded with the settings' options and held in place
+    /// of the one before (already let go by the jury), so that one model is in memory at a time
+    /// and the last judge stays loaded. `keys[i]`: judge i's key and options.
+    pub fn judge_loader(
+        &self,
+        keys: Vec<(EngineKey, LoadOptions)>,
+    ) -> impl FnMut(usize, &readout::formats::judges::JudgeSpec) -> readout::Result<(Arc<Engine>, f64)> + '_ {
+        move |i, spec| {
+            self.release_engine();
+            let t0 = std::time::Instant::now();
+            let (key, opts) = &keys[i];
+            let engine = Arc::new(Engine::load(&spec.model, opts)?);
+            self.hold(key.clone(), engine.clone());
+            Ok((engine, t0.elapsed().as_secs_f64()))
+        }
+    }
 }
 
 /// A model that cannot be loaded, in the app's words; one without a chat template is offered the

@@ -411,6 +411,22 @@ fn evaluate_save_list_load_and_compare() {
     let chance = judge["chance"].as_f64().unwrap();
     assert!(chance > 0.0 && chance < 1.0 && entry["chance"] == judge["chance"], "{judge}");
     assert_eq!(call(&app, "judge_record", json!({"model": "/elsewhere/other.gguf"})).unwrap(), Value::Null);
+    // A newer pairwise run of the model is not the verdict's record (it answers another
+    // question); the Results page shows its standings, and none for a run of another set.
+    let pairs = repo().join("bench/evalsets/pairwise24.jsonl");
+    call(
+        &app,
+        "run_eval",
+        json!({"request": {"evalSet": pairs, "debias": "cyclic", "limit": 6}, "onProgress": "__CHANNEL__:28"}),
+    )
+    .unwrap();
+    let pairwise = app.bench.join("pairwise.json");
+    call(&app, "save_result", json!({"path": pairwise})).unwrap();
+    let after = call(&app, "judge_record", json!({})).unwrap();
+    assert_eq!(after["eval_set"], "small", "{after}");
+    let standings = call(&app, "pairwise_standings", json!({"file": pairwise})).unwrap();
+    assert_eq!(standings["pairs"], 6);
+    assert_eq!(call(&app, "pairwise_standings", json!({"file": saved})).unwrap(), Value::Null);
     let loaded = call(&app, "load_result", json!({"file": saved})).unwrap();
     assert_eq!(loaded["schema"], "readout.result");
     let cmp = call(&app, "compare_results", json!({"a": saved, "b": second})).unwrap();

@@ -285,7 +285,10 @@ impl ModelArgs {
     /// Load a jury's judge: its model file or folder with these options and its own chat
     /// template where it names one; returns the engine and the load's seconds (the sha256
     /// included).
-    pub fn load_judge(&self, spec: &readout::formats::judges::JudgeSpec) -> readout::Result<(Engine, f64)> {
+    pub fn load_judge(
+        &self,
+        spec: &readout::formats::judges::JudgeSpec,
+    ) -> readout::Result<(std::sync::Arc<Engine>, f64)> {
         let t0 = std::time::Instant::now();
         let mut opts = self.load_options();
         if let Some(t) = &spec.chat_template {
@@ -296,7 +299,7 @@ impl ModelArgs {
             eprintln!("readout: {why}");
         }
         engine.sha256()?;
-        Ok((engine, t0.elapsed().as_secs_f64()))
+        Ok((std::sync::Arc::new(engine), t0.elapsed().as_secs_f64()))
     }
 
     /// The judges of `--model A --model B …` as a score request's `judges` (`None` for one model).

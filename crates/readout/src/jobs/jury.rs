@@ -31,6 +31,7 @@ use crate::math::argmax;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// A judge as it ran: its model and what it took.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,8 +53,10 @@ pub struct JudgeRun {
 }
 
 /// Loads judge `i` of the panel (the shell's loader: its device, threads and model options,
-/// with the judge's chat template); returns the engine and its load's seconds.
-pub type Load<'a> = dyn FnMut(usize, &JudgeSpec) -> Result<(Engine, f64)> + 'a;
+/// with the judge's chat template); returns the engine and its load's seconds. Shared, so that a
+/// shell may keep the last judge loaded after the jury (the app's model held); the jury drops its
+/// own handle on each judge before loading the next.
+pub type Load<'a> = dyn FnMut(usize, &JudgeSpec) -> Result<(Arc<Engine>, f64)> + 'a;
 
 /// Judge `i`'s error, naming it.
 pub fn in_judge(i: usize, spec: &JudgeSpec, e: Error) -> Error {
@@ -89,7 +92,7 @@ fn judge_config(config: &RunConfig, j: &JudgeSpec) -> Result<RunConfig> {
 }
 
 /// Load judge `i`, measuring its memory apart from the judges before it.
-fn load_judge(load: &mut Load<'_>, i: usize, spec: &JudgeSpec) -> Result<(Engine, f64, bool)> {
+fn load_judge(load: &mut Load<'_>, i: usize, spec: &JudgeSpec) -> Result<(Arc<Engine>, f64, bool)> {
     let reset = crate::memory::reset_peak();
     let (engine, seconds) = load(i, spec).map_err(|e| in_judge(i, spec, e))?;
     engine.sha256().map_err(|e| in_judge(i, spec, e))?;
