@@ -69,6 +69,22 @@ const css = (s) => By.css(s);
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** A key pressed on the page, as a person types it (to whatever has the focus). */
 const press = (key) => driver.actions({ async: true }).sendKeys(key).perform();
+/** Answer the open text's questions with the keys (`answers[q]`: the option of question q), each
+ * once its question is the current one: a key sent before the page moved on would answer the
+ * question before again, and the last would go unanswered. */
+const labelWithKeys = async (answers) => {
+  for (const [q, a] of answers.entries()) {
+    await driver.wait(
+      async () =>
+        (await driver.executeScript(
+          `return [...document.querySelectorAll('[data-testid="label-panel"] [data-testid="question"]')].findIndex((s) => s.dataset.current === 'yes')`,
+        )) === q,
+      10_000,
+      `question ${q + 1} is the current one`,
+    );
+    await press(String(a + 1));
+  }
+};
 /** The person's answers to the example tickets, by text index (the shell's tests label with them). */
 const person = JSON.parse(readFileSync(join(repo, 'ui/src/fixtures/review.json'), 'utf8')).person;
 const find = (s, ms = 20_000) => driver.wait(until.elementLocated(css(s)), ms, `waiting for ${s}`);
@@ -393,7 +409,7 @@ try {
   for (let k = 0; k < 5; k++) {
     const i = Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index'));
     assert.equal(await textOf('[data-testid="label-position"]'), `Text ${k + 1} of 20`);
-    for (const a of person[i]) await press(String(a + 1));
+    await labelWithKeys(person[i]);
     labelled.push(i);
     // Each text moves on to the next once its three questions are answered.
     await driver.wait(async () => Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index')) !== i, 10_000, `text ${k + 1} answered`);
@@ -801,7 +817,7 @@ try {
   for (let k = 5; k < 20; k++) {
     const i = Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index'));
     assert.equal(await textOf('[data-testid="label-position"]'), `Text ${k + 1} of 20`);
-    for (const a of person[i]) await press(String(a + 1));
+    await labelWithKeys(person[i]);
     if (k < 19) await driver.wait(async () => Number(await (await find('[data-testid="label-panel"]')).getAttribute('data-index')) !== i, 10_000, `text ${k + 1} answered`);
   }
   await driver.wait(async () => (await textOf('[data-testid="save-state"]')) === 'Saved', 20_000, 'the labels saved');
