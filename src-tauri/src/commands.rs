@@ -545,24 +545,9 @@ pub async fn run_jury<R: tauri::Runtime>(
     if request.calibration.is_some() {
         return Err("A jury has no temperature of its own: run it without one.".into());
     }
-    if request.limit == Some(0) {
-        return Err("A limit of 0 rows leaves nothing to run.".into());
-    }
-    let opts = LoadOptions { limit: None, skip_bad: request.skip_bad.unwrap_or(false), family: None };
-    let set = EvalSet::load(&request.eval_set, &opts).map_err(|e| match e {
-        e @ readout::Error::BadInput { .. } if !opts.skip_bad => msg(e).fix(Fix::SkipBadLines),
-        e => msg(e),
-    })?;
+    let set = request_set(&request)?;
     let weights: readout::formats::jury::JuryWeights = request.jury_weights.as_deref().unwrap_or("equal").parse()?;
-    let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
-    let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
-    let mut b = RunConfig::builder().mode(mode).shots(request.shots.unwrap_or(0)).debias(debias);
-    if request.truncate_middle == Some(true) {
-        b = b.truncate(readout::truncate::Truncate::Middle);
-    }
-    if let Some(p) = request.prompt.as_deref() {
-        b = b.prompt_version(p.parse()?);
-    }
+    let b = request_config(&request)?;
     let config = b.build().map_err(msg)?;
     readout::jobs::run::check_input(&set, &config, request.limit).map_err(msg)?;
     let models: Vec<PathBuf> =
@@ -616,29 +601,25 @@ pub async fn run_jury<R: tauri::Runtime>(
     .map_err(msg)?
 }
 
-#[tauri::command]
-pub async fn run_eval(
-    state: State<'_, AppState>,
-    request: RunRequest,
-    on_progress: Channel<Progress>,
-) -> Res<ResultFile> {
+/// The eval set a run request names, read whole (its `limit` picks the rows scored; the shots
+/// come from all of them). A bad line offers the fix of running the others, unless they are
+/// skipped already.
+fn request_set(request: &RunRequest) -> Res<EvalSet> {
     if request.limit == Some(0) {
         return Err("A limit of 0 rows leaves nothing to run.".into());
     }
-    // The whole set: `limit` picks the rows scored, the shots come from all of them.
     let opts = LoadOptions { limit: None, skip_bad: request.skip_bad.unwrap_or(false), family: None };
-    // A bad line: the fix is to run the others (unless they are being skipped already).
-    let set = EvalSet::load(&request.eval_set, &opts).map_err(|e| match e {
+    EvalSet::load(&request.eval_set, &opts).map_err(|e| match e {
         e @ readout::Error::BadInput { .. } if !opts.skip_bad => msg(e).fix(Fix::SkipBadLines),
         e => msg(e),
-    })?;
+    })
+}
+
+/// The configuration a run request chooses (a single model's run or a jury's): mode, shots,
+/// option order, long items, prompt layout and the levers.
+fn request_config(request: &RunRequest) -> Res<readout::config::ConfigBuilder> {
     let mode: Mode = request.mode.as_deref().unwrap_or("readout").parse()?;
     let debias: DebiasMode = request.debias.as_deref().unwrap_or("none").parse()?;
-    // Read before the model loads, as the eval set is: a bad file is refused at once.
-    let temperature = calibration(request.calibration.as_deref())?;
-    let t0 = std::time::Instant::now();
-    let engine = state.engine(request.model.as_deref())?;
-    let load_seconds = t0.elapsed().as_secs_f64();
     let mut b = RunConfig::builder().mode(mode).shots(request.shots.unwrap_or(0)).debias(debias);
     b = b.prune_head(request.prune_head.unwrap_or(false));
     if request.truncate_middle == Some(true) {
@@ -653,6 +634,22 @@ pub async fn run_eval(
     if let Some(p) = request.prompt.as_deref() {
         b = b.prompt_version(p.parse()?);
     }
+    Ok(b)
+}
+
+#[tauri::command]
+pub async fn run_eval(
+    state: State<'_, AppState>,
+    request: RunRequest,
+    on_progress: Channel<Progress>,
+) -> Res<ResultFile> {
+    let set = request_set(&request)?;
+    let mut b = request_config(&request)?;
+    // Read before the model loads, as the eval set is: a bad file is refused at once.
+    let temperature = calibration(request.calibration.as_deref())?;
+    let t0 = std::time::Instant::now();
+    let engine = state.engine(request.model.as_deref())?;
+    let load_seconds = t0.elapsed().as_secs_f64();
     b = b.matmul(engine.info().matmul);
     b = b.calibration(temperature);
     let mut config = b.build().map_err(|e| other_order(e, request.calibration.as_deref()))?;

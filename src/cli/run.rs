@@ -167,16 +167,7 @@ pub fn run_cmd(a: RunArgs) -> Result<i32> {
         ))
         .into());
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("\nreadout: stopping after the current rows (Ctrl-C again to quit at once)");
-        });
-    }
+    let stop = stop_on_ctrl_c();
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} rows  {per_sec}  elapsed {elapsed}  eta {eta}")
@@ -241,16 +232,7 @@ fn run_jury(a: &RunArgs, panel: &Panel, set: &EvalSet, config: readout::config::
     for (i, j) in panel.judges.iter().enumerate() {
         super::keep_existing(&judge_result_path(&out, i, &j.model), a.force)?;
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("\nreadout: stopping after the current rows (Ctrl-C again to quit at once)");
-        });
-    }
+    let stop = stop_on_ctrl_c();
     let n = panel.judges.len();
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -307,6 +289,19 @@ fn run_jury(a: &RunArgs, panel: &Panel, set: &EvalSet, config: readout::config::
     super::jury::print_summary(&file);
     println!("wrote {}", out.display());
     Ok(0)
+}
+
+/// A flag Ctrl-C sets: the run stops after the rows in flight (a second Ctrl-C quits at once).
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nreadout: stopping after the current rows (Ctrl-C again to quit at once)");
+    });
+    stop
 }
 
 fn parse_seconds(s: &str) -> std::result::Result<f64, String> {

@@ -142,12 +142,7 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
             if a.resume {
                 earlier = read_earlier(p, &texts)?;
                 // Rewritten whole, so that a line a kill cut short is gone before more are added.
-                let mut body = String::new();
-                for r in &earlier {
-                    body.push_str(&serde_json::to_string(r)?);
-                    body.push('\n');
-                }
-                readout::atomic::write(p, body.as_bytes())?;
+                readout::atomic::write(p, json_lines(&earlier)?.as_bytes())?;
             } else if p.exists() {
                 bail!("{} exists and is kept; pass --resume to complete it, or another --out", p.display());
             }
@@ -162,13 +157,7 @@ pub fn run(a: ScoreArgs) -> Result<i32> {
     };
     let skip: HashSet<usize> = earlier.iter().map(|r| r.index).collect();
     let engine = a.model.load()?;
-    let format = if a.json {
-        Format::Json
-    } else if a.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
+    let format = Format::of(&a);
     let mut printer = Printer::new(format, &texts, a.as_finished)?;
     for r in earlier {
         printer.push(r);
@@ -283,20 +272,9 @@ fn score_jury(
         );
     }
     if let Some(p) = &a.out {
-        let mut body = String::new();
-        for r in &scored.results {
-            body.push_str(&serde_json::to_string(r)?);
-            body.push('\n');
-        }
-        readout::atomic::write(p, body.as_bytes())?;
+        readout::atomic::write(p, json_lines(&scored.results)?.as_bytes())?;
     }
-    let format = if a.json {
-        Format::Json
-    } else if a.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
+    let format = Format::of(a);
     let mut printer = Printer::new(format, texts, a.as_finished)?;
     for r in scored.results {
         printer.push(r);
@@ -340,6 +318,29 @@ enum Format {
     Table,
     Json,
     Csv,
+}
+
+impl Format {
+    /// The format the flags ask for: --json, --csv, else a table.
+    fn of(a: &ScoreArgs) -> Format {
+        if a.json {
+            Format::Json
+        } else if a.csv {
+            Format::Csv
+        } else {
+            Format::Table
+        }
+    }
+}
+
+/// Decisions as `--out` holds them: one JSON line each.
+fn json_lines(results: &[TextResult]) -> Result<String> {
+    let mut body = String::new();
+    for r in results {
+        body.push_str(&serde_json::to_string(r)?);
+        body.push('\n');
+    }
+    Ok(body)
 }
 
 /// Prints decisions, which arrive in finishing order: in text order, each text as soon as it and

@@ -115,7 +115,7 @@ export function EvaluatePage(props: {
     if (judges.length > 0) {
       try {
         const file = await runJury(
-          { evalSet, judges: [model, ...judges], mode, shots, debias, pruneHead, prompt, truncateMiddle: fixed.truncateMiddle, skipBad: (fixed.skipBad ?? skipBad) || undefined },
+          { evalSet, judges: [model, ...judges], mode, shots, debias, pruneHead, prompt, prefixTree, batchedSuffixes, trim, passTokens, truncateMiddle: fixed.truncateMiddle, skipBad: (fixed.skipBad ?? skipBad) || undefined },
           (p) => setRun((r) => (r.status === 'running' ? { ...r, progress: p.progress, judge: { at: p.judge + 1, of: p.judges } } : r)),
         );
         setRun({ status: 'jury', file });

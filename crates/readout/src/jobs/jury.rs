@@ -84,6 +84,17 @@ pub fn check_panel(panel: &Panel) -> Result<()> {
     Ok(())
 }
 
+/// A jury's configuration brings no calibration: each judge brings its own.
+fn no_calibration_of_its_own(config: &RunConfig) -> Result<()> {
+    match config.calibration {
+        Some(_) => Err(Error::Config(
+            "a jury has no calibration of its own: give each judge its calibration file (a judges file's `calibration`)"
+                .into(),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `config` with judge `j`'s calibration in place of the jury's (a jury has none of its own).
 fn judge_config(config: &RunConfig, j: &JudgeSpec) -> Result<RunConfig> {
     let mut c = config.clone();
@@ -133,12 +144,7 @@ pub fn score_panel(
     load: &mut Load<'_>,
     on_text: &mut dyn FnMut(usize, &TextResult, usize, usize) -> bool,
 ) -> Result<PanelScored> {
-    if config.calibration.is_some() {
-        return Err(Error::Config(
-            "a jury has no calibration of its own: give each judge its calibration file (a judges file's `calibration`)"
-                .into(),
-        ));
-    }
+    no_calibration_of_its_own(config)?;
     check_panel(panel)?;
     let weights = panel.weights();
     let mut answers: Vec<Vec<TextResult>> = Vec::with_capacity(panel.judges.len());
@@ -274,12 +280,7 @@ pub fn run_panel(
     keep: &mut dyn FnMut(usize, &ResultFile) -> Result<PathBuf>,
 ) -> Result<PanelRun> {
     let PanelRunInput { panel, eval_set, config, limit, family } = input;
-    if config.calibration.is_some() {
-        return Err(Error::Config(
-            "a jury has no calibration of its own: give each judge its calibration file (a judges file's `calibration`)"
-                .into(),
-        ));
-    }
+    no_calibration_of_its_own(&config)?;
     crate::jobs::run::check_input(eval_set, &config, limit)?;
     check_panel(panel)?;
     let weights = panel.weights();
