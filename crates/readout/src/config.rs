@@ -418,10 +418,10 @@ mod tests {
         let l = open.clone().resolve_for(&gpu).levers;
         assert_eq!((l.pass_tokens, l.group_units, l.side_by_side), (16384, Some(true), Some(false)));
         let l = open.resolve_for(&cpu).levers;
-        assert_eq!((l.pass_tokens, l.group_units, l.side_by_side), (1024, Some(false), Some(true)));
-        let chosen = RunConfig::builder().pass_tokens(512).group_units(Some(false)).build().unwrap();
+        assert_eq!((l.pass_tokens, l.group_units, l.side_by_side), (512, Some(false), Some(true)));
+        let chosen = RunConfig::builder().pass_tokens(640).group_units(Some(false)).build().unwrap();
         let l = chosen.resolve_for(&gpu).levers;
-        assert_eq!((l.pass_tokens, l.group_units), (512, Some(false)));
+        assert_eq!((l.pass_tokens, l.group_units), (640, Some(false)));
         // A recorded file's pass size is its own, on any device.
         let recorded: Levers =
             serde_json::from_value(serde_json::json!({"prefix_tree": true, "batched_suffixes": true,

@@ -442,6 +442,7 @@ function leversOff(l: { prefix_tree: boolean; batched_suffixes: boolean; trim: b
   if (!l.prefix_tree) off.push('no shared prompt beginnings');
   if (!l.batched_suffixes) off.push('no batching');
   if (!l.trim) off.push('output layer at every position');
-  if (l.pass_tokens && l.pass_tokens !== 1024) off.push(`${l.pass_tokens} word pieces per pass`);
+  // The pass sizes the engine chooses by itself (the CPU's 512, earlier 1024; a GPU's 16,384) are not a lever set.
+  if (l.pass_tokens && ![512, 1024, 16384].includes(l.pass_tokens)) off.push(`${l.pass_tokens} word pieces per pass`);
   return off.length ? ` · measuring: ${off.join(', ')}` : '';
 }

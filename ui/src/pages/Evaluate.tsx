@@ -71,7 +71,8 @@ export function EvaluatePage(props: {
   const [prefixTree, setPrefixTree] = useState(true);
   const [batchedSuffixes, setBatchedSuffixes] = useState(true);
   const [trim, setTrim] = useState(true);
-  const [passTokens, setPassTokens] = useState(1024);
+  // Empty: the device decides (512 word pieces a pass on the CPU, 16,384 on a GPU).
+  const [passTokens, setPassTokens] = useState<number | undefined>(undefined);
   const [calibration, setCalibration] = useState<string | null>(null);
   const [run, setRun] = useState<Run>({ status: 'idle' });
   const [saveNote, setSaveNote] = useState<string | null>(null);
@@ -379,8 +380,8 @@ export function EvaluatePage(props: {
               Read the answer position only <span class="muted">(off: the output layer at every word piece)</span>
             </label>
             <div class="row">
-              <input id="pass-tokens" type="number" min={1} max={65536} value={passTokens} class="narrow" onInput={(e) => setPassTokens(Math.max(1, Number(e.currentTarget.value) || 1024))} data-testid="lever-pass-tokens" />
-              <label for="pass-tokens" class="muted small">word pieces per pass (1024 by default)</label>
+              <input id="pass-tokens" type="number" min={1} max={65536} value={passTokens ?? ''} placeholder="512" class="narrow" onInput={(e) => setPassTokens(e.currentTarget.value === '' ? undefined : Math.max(1, Number(e.currentTarget.value) || 1))} data-testid="lever-pass-tokens" />
+              <label for="pass-tokens" class="muted small">word pieces per pass (empty: 512 on the CPU, 16,384 on a GPU)</label>
             </div>
             <p class="muted small">Answers stay the same with any of these; only the time changes. The result file records each setting.</p>
           </details>

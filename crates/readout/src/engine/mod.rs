@@ -38,7 +38,7 @@ pub use load::Metadata;
 use model::{Hold, Transformer};
 pub use options::{
     AttentionPath, CpuKernel, DeviceProfile, FusedKernels, KvCache, LoadOptions, MatmulPath, PassOptions, Precision,
-    WeightsMode, DEFAULT_PASS_TOKENS, GPU_PASS_TOKENS,
+    WeightsMode, CPU_PASS_TOKENS, DEFAULT_PASS_TOKENS, GPU_PASS_TOKENS,
 };
 pub use read::{token_read, token_read_top};
 use serde::Serialize;
