@@ -386,7 +386,12 @@ fn keep_existing(out: &std::path::Path, force: bool) -> Result<()> {
 fn info(a: InfoArgs) -> Result<i32> {
     let engine = a.model.load()?;
     let info = engine.info();
-    println!("{}", serde_json::to_string_pretty(info)?);
+    let mut out = serde_json::to_value(info)?;
+    // An ONNX export: its graph as read (ops, the weights' encodings, layers found).
+    if let Some(graph) = readout::engine::onnx_graph(&info.path)? {
+        out["onnx_graph"] = serde_json::to_value(graph)?;
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(0)
 }
 

@@ -27,6 +27,7 @@ mod layers;
 mod loglik;
 mod long_state;
 mod mcp;
+mod onnx;
 mod quality;
 mod quantize_hf;
 mod score_requests;

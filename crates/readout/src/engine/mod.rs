@@ -34,7 +34,13 @@ pub use backends::cpu::peak::{peaks, Peak};
 use candle_core::Device;
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
-pub use load::Metadata;
+pub use load::{GraphSummary, Metadata};
+
+/// The graph of an ONNX model directory (its ops, encodings and layers, as `readout info` shows
+/// them); `None` for a GGUF file or a safetensors directory.
+pub fn onnx_graph(path: &std::path::Path) -> crate::error::Result<Option<GraphSummary>> {
+    load::onnx_graph(path)
+}
 use model::{Hold, Transformer};
 pub use options::{
     AttentionPath, CpuKernel, DeviceProfile, FusedKernels, KvCache, LoadOptions, MatmulPath, PassOptions, Precision,

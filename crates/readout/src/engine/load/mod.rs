@@ -1,8 +1,9 @@
 //! Loading a model from disk: a GGUF file (weights, shape, tokenizer and chat template all in
-//! its metadata) or a Hugging Face directory (`config.json`, `tokenizer.json`,
-//! `tokenizer_config.json`, safetensors). Every failure names the file and says what to do.
+//! its metadata), a Hugging Face directory (`config.json`, `tokenizer.json`,
+//! `tokenizer_config.json`, safetensors) or an ONNX export's directory (`model.onnx` and the same
+//! files beside it). Every failure names the file and says what to do.
 //!
-//! Loading is apart from the model: `gguf` and `hf` read each format (its shape, its weights as
+//! Loading is apart from the model: `gguf`, `hf` and `onnx` read each format (its shape, its weights as
 //! views of the mapped files, its tokenizer's and chat template's sources), `tokenizer_config`
 //! a directory's special tokens and template, and `build` makes the model of the named tensors
 //! whichever format they come from.
@@ -10,10 +11,13 @@
 mod build;
 mod gguf;
 mod hf;
+mod onnx;
 mod tokenizer_config;
 
 pub(crate) use gguf::{gguf_vocab, GgufVocab};
 pub(crate) use hf::{hf_config, safetensors_files};
+pub(crate) use onnx::graph_of as onnx_graph;
+pub use onnx::GraphSummary;
 pub(crate) use tokenizer_config::{hf_chat_template, read_tokenizer_config};
 
 use crate::engine::config::ModelConfig;
@@ -48,7 +52,10 @@ pub(crate) fn load(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         return Err(Error::ModelMissing { path: path.to_path_buf(), hint: missing_hint(path) });
     }
     if path.is_dir() {
-        hf::load(path, device, hold)
+        match onnx::graph_file(path) {
+            Some(graph) => onnx::load(path, &graph, device, hold),
+            None => hf::load(path, device, hold),
+        }
     } else {
         gguf::load(path, device, hold)
     }
@@ -67,7 +74,7 @@ fn missing_hint(path: &Path) -> String {
     if path.file_name().map(|n| n == crate::DEFAULT_MODEL_FILE).unwrap_or(false) {
         "Fetch the default model with: models/fetch".to_string()
     } else {
-        "Pass a GGUF file or a Hugging Face model directory with --model, or run models/fetch for the default model."
+        "Pass a GGUF file, a Hugging Face model directory or an ONNX export's directory with --model, or run models/fetch for the default model."
             .to_string()
     }
 }
@@ -94,6 +101,21 @@ pub struct Metadata {
 pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
     if !path.exists() {
         return Err(Error::ModelMissing { path: path.to_path_buf(), hint: missing_hint(path) });
+    }
+    if let Some(graph) = path.is_dir().then(|| onnx::graph_file(path)).flatten() {
+        let s = onnx::summary(path)?;
+        let graph_dir = graph.parent().unwrap_or(path);
+        let (config, _) = hf_config(if graph_dir.join("config.json").is_file() { graph_dir } else { path })?;
+        let tok_dir = if graph_dir.join("tokenizer_config.json").is_file() { graph_dir } else { path };
+        let from_config = read_tokenizer_config(&tok_dir.join("tokenizer_config.json"))?.chat_template;
+        return Ok(Metadata {
+            config,
+            name: path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            quantisation: format!("ONNX {}", s.encodings.join("+")),
+            file_bytes: s.weight_bytes,
+            has_chat_template: hf_chat_template(tok_dir, from_config)?.is_some(),
+            licence: None,
+        });
     }
     if path.is_dir() {
         let (config, torch_dtype) = hf_config(path)?;

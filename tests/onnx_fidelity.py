@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Readout against onnxruntime on the committed ONNX exports (tests/fixtures/onnx/, made by
+bench/make-onnx-fixtures): every letter probability of every ordering.
+
+Why this exists: Readout reads an ONNX export's weights out of its graph and runs them through
+its own forward; onnxruntime runs the graph itself. On the same prompts (`readout prompts`,
+tokenized by `tokenizer.json` with the `tokenizers` package) the fp32 exports must give every
+per-ordering letter probability within 0.005 of onnxruntime's, and the int4 exports (MatMulNBits)
+the same answer wherever onnxruntime's top two differ by more than 0.05. Each prompt goes through
+onnxruntime whole, its past empty (the graphs take `past_key_values.*` of length 0).
+
+Usage: python3 tests/onnx_fidelity.py READOUT_BINARY [--rows 12]
+Needs numpy, onnxruntime and tokenizers (CI: a venv with onnxruntime==1.20.1, tokenizers==0.21.0).
+"""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+SET = "bench/evalsets/authored144.jsonl"
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+
+
+def ort_letter_probs(session, tok, prompt, letters, kv_heads, head_dim):
+    ids = tok.encode(prompt, add_special_tokens=False).ids
+    n = len(ids)
+    feed = {}
+    for i in session.get_inputs():
+        dtype = np.float16 if "float16" in i.type else np.float32
+        if i.name == "input_ids":
+            feed[i.name] = np.array([ids], dtype=np.int64)
+        elif i.name == "attention_mask":
+            feed[i.name] = np.ones((1, n), dtype=np.int64)
+        elif i.name == "position_ids":
+            feed[i.name] = np.arange(n, dtype=np.int64)[None, :]
+        elif i.name.startswith("past_key_values"):
+            feed[i.name] = np.zeros((1, kv_heads, 0, head_dim), dtype=dtype)
+        else:
+            raise SystemExit(f"onnx_fidelity: the graph's input `{i.name}` is not one this test feeds")
+    logits = session.run(["logits"], feed)[0][0, -1].astype(np.float64)
+    return softmax(np.array([logits[tok.token_to_id(l)] for l in letters]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("readout")
+    ap.add_argument("--rows", type=int, default=12)
+    args = ap.parse_args()
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    exports = sorted(d for d in glob.glob("tests/fixtures/onnx/*/*") if os.path.exists(os.path.join(d, "model.onnx")))
+    if not exports:
+        raise SystemExit("onnx_fidelity: no exports under tests/fixtures/onnx/")
+    failures = []
+    tmp = tempfile.mkdtemp()
+    for d in exports:
+        common = ["--limit", str(args.rows), "--debias", "cyclic", "-m", d]
+        prompts = [json.loads(l) for l in subprocess.run([args.readout, "prompts", SET] + common, check=True,
+                                                         capture_output=True, text=True).stdout.splitlines()]
+        out = os.path.join(tmp, os.path.basename(os.path.dirname(d)) + "-" + os.path.basename(d) + ".json")
+        subprocess.run([args.readout, "run", SET] + common + ["--out", out, "--force"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ours = {}
+        for r in json.load(open(out))["rows"]:
+            for k, o in enumerate(r["orderings"]):
+                ours[f"{r['id']}#{k}"] = o["letter_probs"]
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+        hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        session = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+        tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+        int4 = "int4" in os.path.basename(d)
+        worst, checked, clear = 0.0, 0, 0
+        for p in prompts:
+            theirs = ort_letter_probs(session, tok, p["prompt"], p["letters"], kv, hd)
+            mine = np.array(ours[p["id"]])
+            checked += 1
+            if int4:
+                top = np.sort(theirs)[::-1]
+                if top[0] - top[1] > 0.05:
+                    clear += 1
+                    if int(np.argmax(mine)) != int(np.argmax(theirs)):
+                        failures.append(f"{d} {p['id']}: Readout answers {p['letters'][int(np.argmax(mine))]} "
+                                        f"({mine.round(4).tolist()}), onnxruntime {p['letters'][int(np.argmax(theirs))]} "
+                                        f"({theirs.round(4).tolist()})")
+            worst = max(worst, float(np.max(np.abs(mine - theirs))))
+        if not int4 and worst > 0.005:
+            failures.append(f"{d}: a letter probability differs from onnxruntime's by {worst:.4g} (> 0.005)")
+        what = f"{clear} with a clear answer, the same answer" if int4 else "within 0.005"
+        print(f"{d}: {checked} prompts, largest |Δp| {worst:.2e}; {what}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("\n".join(failures), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
