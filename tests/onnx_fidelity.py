@@ -9,6 +9,10 @@ per-ordering letter probability within 0.005 of onnxruntime's, and the int4 expo
 the same answer wherever onnxruntime's top two differ by more than 0.05. Each prompt goes through
 onnxruntime whole, its past empty (the graphs take `past_key_values.*` of length 0).
 
+The seed's levers as graph edits (`readout onnx trim`, `readout onnx prune --to ABCD`, and both)
+are checked here too: onnxruntime on each edited graph gives the unedited graph's letter
+probabilities within 1e-5.
+
 Usage: python3 tests/onnx_fidelity.py READOUT_BINARY [--rows 12]
 Needs numpy, onnxruntime and tokenizers (CI: a venv with onnxruntime==1.20.1, tokenizers==0.21.0).
 """
@@ -34,7 +38,7 @@ def softmax(x):
     return e / e.sum()
 
 
-def ort_letter_probs(session, tok, prompt, letters, kv_heads, head_dim):
+def ort_letter_probs(session, tok, prompt, letters, kv_heads, head_dim, kept=None):
     ids = tok.encode(prompt, add_special_tokens=False).ids
     n = len(ids)
     feed = {}
@@ -51,6 +55,9 @@ def ort_letter_probs(session, tok, prompt, letters, kv_heads, head_dim):
         else:
             raise SystemExit(f"onnx_fidelity: the graph's input `{i.name}` is not one this test feeds")
     logits = session.run(["logits"], feed)[0][0, -1].astype(np.float64)
+    if kept is not None:
+        # A pruned head: logit i is letter kept[i]'s.
+        return softmax(np.array([logits[kept.index(l)] for l in letters]))
     return softmax(np.array([logits[tok.token_to_id(l)] for l in letters]))
 
 
@@ -100,6 +107,23 @@ def main():
             failures.append(f"{d}: a letter probability differs from onnxruntime's by {worst:.4g} (> 0.005)")
         what = f"{clear} with a clear answer, the same answer" if int4 else "within 0.005"
         print(f"{d}: {checked} prompts, largest |Δp| {worst:.2e}; {what}")
+        # The levers as edits, on the first six prompts.
+        base = [ort_letter_probs(session, tok, p["prompt"], p["letters"], kv, hd) for p in prompts[:6]]
+        edits = {"trim": [["onnx", "trim"]], "prune": [["onnx", "prune", "--to", "ABCD"]],
+                 "trim+prune": [["onnx", "trim"], ["onnx", "prune", "--to", "ABCD"]]}
+        for name, steps in edits.items():
+            src = d
+            for i, step in enumerate(steps):
+                dst = os.path.join(tmp, f"{os.path.basename(out)}-{name}-{i}")
+                subprocess.run([args.readout] + step + ["-m", src, "-o", dst], check=True, capture_output=True)
+                src = dst
+            edited = ort.InferenceSession(os.path.join(src, "model.onnx"), providers=["CPUExecutionProvider"])
+            kept = list("ABCD") if "prune" in name else None
+            moved = max(float(np.max(np.abs(ort_letter_probs(edited, tok, p["prompt"], p["letters"], kv, hd, kept) - b)))
+                        for p, b in zip(prompts[:6], base))
+            if moved > 1e-5:
+                failures.append(f"{d} {name}: the edited graph moves a letter probability by {moved:.2e} (> 1e-5)")
+            print(f"  {name}: letter probabilities within {moved:.1e} of the unedited graph's")
     shutil.rmtree(tmp, ignore_errors=True)
     if failures:
         print("\n".join(failures), file=sys.stderr)

@@ -11,6 +11,7 @@ mod levers;
 mod markdown;
 mod mcp;
 mod models;
+mod onnx;
 mod pairwise;
 mod profile;
 mod prompts;
@@ -71,6 +72,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Show what Readout reads from a model file: shape, tokenizer, chat template, letters.
     Info(InfoArgs),
+    /// The seed's levers as edits of an ONNX export, for onnxruntime: trim (the head at the last
+    /// position) and prune (the head cut to the answer letters).
+    Onnx(onnx::OnnxArgs),
     /// DERIVED figures of a model's shape: LM-head FLOPs and bytes, trim and prune savings,
     /// KV-cache bytes, sizes per encoding (reads only the metadata).
     Derive(derive::DeriveArgs),
@@ -362,6 +366,7 @@ pub fn run() -> Result<i32> {
         Command::Bench(a) => bench::run(a),
         Command::Quantize(a) => quantize::run(a),
         Command::Derive(a) => derive::run(a),
+        Command::Onnx(a) => onnx::run(a),
         Command::Pull(a) => pull::run(a),
         Command::Models(a) => models::run(a),
         Command::Mcp(a) => mcp::run(a),

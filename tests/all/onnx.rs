@@ -87,3 +87,32 @@ fn a_directory_whose_graph_is_not_an_export_is_named() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("model.onnx") && err.contains("not a readable ONNX model"), "{err}");
 }
+
+#[test]
+fn onnx_edits_write_a_new_export_and_refuse_what_they_cannot_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("qwen2", "genai-int4");
+    let trimmed = tmp.path().join("trimmed");
+    let out = readout(&["onnx", "trim", "-m", src.to_str().unwrap(), "-o", trimmed.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The edited graph beside the original's weights and files.
+    for f in ["model.onnx", "model.onnx.data", "config.json", "tokenizer.json"] {
+        assert!(trimmed.join(f).is_file(), "{f} missing from the edited export");
+    }
+    let graph = std::fs::read(trimmed.join("model.onnx")).unwrap();
+    let name = b"/readout/trim/Gather";
+    assert!(graph.windows(name.len()).any(|w| w == name), "the edited graph has no Gather of the last position");
+    // Writing over an edited export is refused; so is a letter that is not one token.
+    let again = readout(&["onnx", "trim", "-m", src.to_str().unwrap(), "-o", trimmed.to_str().unwrap()]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let bad = tmp.path().join("bad");
+    let out =
+        readout(&["onnx", "prune", "-m", src.to_str().unwrap(), "--to", "A\u{2603}", "-o", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not one token"), "{err}");
+    let pruned = tmp.path().join("pruned");
+    let out =
+        readout(&["onnx", "prune", "-m", trimmed.to_str().unwrap(), "--to", "ABC", "-o", pruned.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cut to ABC"));
+}

@@ -34,12 +34,18 @@ pub use backends::cpu::peak::{peaks, Peak};
 use candle_core::Device;
 pub use config::{Architecture, ModelConfig};
 pub use kv::Prefix;
-pub use load::{GraphSummary, Metadata};
+pub use load::{EditReport, GraphSummary, Metadata, OnnxEdit};
 
 /// The graph of an ONNX model directory (its ops, encodings and layers, as `readout info` shows
 /// them); `None` for a GGUF file or a safetensors directory.
 pub fn onnx_graph(path: &std::path::Path) -> crate::error::Result<Option<GraphSummary>> {
     load::onnx_graph(path)
+}
+
+/// The ONNX export in `dir` with `edit` applied (the seed's levers, for onnxruntime to run),
+/// written into the new directory `out`.
+pub fn edit_onnx(dir: &std::path::Path, out: &std::path::Path, edit: &OnnxEdit) -> crate::error::Result<EditReport> {
+    load::onnx_edit(dir, out, edit)
 }
 use model::{Hold, Transformer};
 pub use options::{

@@ -12,12 +12,15 @@ mod build;
 mod gguf;
 mod hf;
 mod onnx;
+mod onnx_edit;
 mod tokenizer_config;
 
 pub(crate) use gguf::{gguf_vocab, GgufVocab};
 pub(crate) use hf::{hf_config, safetensors_files};
 pub(crate) use onnx::graph_of as onnx_graph;
 pub use onnx::GraphSummary;
+pub(crate) use onnx_edit::edit as onnx_edit;
+pub use onnx_edit::{EditReport, OnnxEdit};
 pub(crate) use tokenizer_config::{hf_chat_template, read_tokenizer_config};
 
 use crate::engine::config::ModelConfig;

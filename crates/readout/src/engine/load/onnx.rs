@@ -56,13 +56,13 @@ const BFLOAT16: i32 = 16;
 
 /// A projection of the graph: a product of an activation with a weight.
 #[derive(Debug, Clone)]
-struct Projection {
-    node: usize,
-    input: String,
+pub(super) struct Projection {
+    pub(super) node: usize,
+    pub(super) input: String,
     output: String,
     /// Inputs and outputs of the product (`[in, out]`).
-    k: usize,
-    n: usize,
+    pub(super) k: usize,
+    pub(super) n: usize,
     weight: WeightRef,
     /// The bias added to the product's output, if an initializer is.
     bias: Option<String>,
@@ -124,7 +124,7 @@ pub struct GraphSummary {
 }
 
 /// The graph with its lookups.
-struct Graph<'a> {
+pub(super) struct Graph<'a> {
     g: &'a GraphProto,
     producer: HashMap<&'a str, usize>,
     consumers: HashMap<&'a str, Vec<usize>>,
@@ -133,7 +133,7 @@ struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    fn new(g: &'a GraphProto, path: &'a Path) -> Self {
+    pub(super) fn new(g: &'a GraphProto, path: &'a Path) -> Self {
         let mut producer = HashMap::new();
         let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in g.node.iter().enumerate() {
@@ -183,7 +183,7 @@ impl<'a> Graph<'a> {
     }
 
     /// Every product of an activation with a weight, in graph order.
-    fn projections(&self) -> Vec<Projection> {
+    pub(super) fn projections(&self) -> Vec<Projection> {
         let mut out = Vec::new();
         for (i, n) in self.g.node.iter().enumerate() {
             let (Some(x), Some(w)) = (n.input.first(), n.input.get(1)) else { continue };
@@ -332,7 +332,7 @@ impl<'a> Graph<'a> {
         None
     }
 
-    fn bad(&self, detail: impl Into<String>) -> Error {
+    pub(super) fn bad(&self, detail: impl Into<String>) -> Error {
         Error::BadModelConfig { path: self.path.to_path_buf(), detail: detail.into() }
     }
 }
@@ -588,12 +588,16 @@ fn unread(t: &TensorProto) -> String {
 }
 
 /// The weights by role, as [`LoadedWeight`]s `[out, in]` (vectors `[1, n]`).
-struct Weights<'a, 'b> {
+pub(super) struct Weights<'a, 'b> {
     g: &'b Graph<'a>,
     bytes: Bytes<'b>,
 }
 
-impl<'a> Weights<'a, '_> {
+impl<'a, 'b> Weights<'a, 'b> {
+    pub(super) fn new(g: &'b Graph<'a>, dir: &'b Path, path: &'b Path) -> Self {
+        Weights { g, bytes: Bytes { dir, path, files: HashMap::new() } }
+    }
+
     fn init(&self, name: &str) -> Result<&'a TensorProto> {
         self.g.init(name).ok_or_else(|| Error::BadTensor {
             path: self.g.path.to_path_buf(),
@@ -638,7 +642,7 @@ impl<'a> Weights<'a, '_> {
     /// A projection's weight as `[out, in]` (its outputs `rows_from ..` when packed): a view of
     /// the graph's bytes when it holds `[out, in]`, transposed into an anonymous map when it
     /// holds `[in, out]`, MatMulNBits blocks decoded to f32.
-    fn projection(&mut self, p: &Projection) -> Result<LoadedWeight> {
+    pub(super) fn projection(&mut self, p: &Projection) -> Result<LoadedWeight> {
         let name = match &p.weight {
             WeightRef::OutIn(w) | WeightRef::InOut(w) => w.clone(),
             WeightRef::NBits { packed, .. } => packed.clone(),
@@ -774,7 +778,7 @@ impl<'a> Weights<'a, '_> {
 
 /// The model directory's configuration: `config.json` (Optimum copies it), else the decoder
 /// section of onnxruntime-genai's `genai_config.json`.
-fn onnx_config(dir: &Path, graph_dir: &Path) -> Result<(ModelConfig, String)> {
+pub(super) fn onnx_config(dir: &Path, graph_dir: &Path) -> Result<(ModelConfig, String)> {
     for d in [graph_dir, dir] {
         if d.join("config.json").is_file() {
             return super::hf::hf_config(d);
@@ -787,7 +791,7 @@ fn onnx_config(dir: &Path, graph_dir: &Path) -> Result<(ModelConfig, String)> {
     })
 }
 
-fn read_model(file: &Path) -> Result<ModelProto> {
+pub(super) fn read_model(file: &Path) -> Result<ModelProto> {
     candle_onnx::read_file(file).map_err(|e| Error::BadModelConfig {
         path: file.to_path_buf(),
         detail: format!("not a readable ONNX model ({e}); get a complete copy of the export"),
