@@ -347,7 +347,10 @@ pub fn default_name(eval_set: &str, model: &str, cfg: &RunConfig) -> PathBuf {
     if !cfg.levers.trim {
         name.push_str("_notrim");
     }
-    if cfg.levers.pass_tokens != default_pass_tokens() {
+    // A pass size one of the engine's own defaults chose (the CPU's, a GPU's, or the 1024 of
+    // files before them) is not a lever set, and is not named.
+    let own = [default_pass_tokens(), crate::engine::CPU_PASS_TOKENS, crate::engine::GPU_PASS_TOKENS];
+    if !own.contains(&cfg.levers.pass_tokens) {
         name.push_str(&format!("_pass{}", cfg.levers.pass_tokens));
     }
     if cfg.levers.prune_head {
@@ -415,5 +418,19 @@ mod tests {
         assert_eq!(super::unused_path(&p), dir.path().join("run-2.json"));
         std::fs::write(dir.path().join("run-2.json"), "x").unwrap();
         assert_eq!(super::unused_path(&p), dir.path().join("run-3.json"));
+    }
+
+    #[test]
+    fn a_pass_size_is_named_only_when_the_run_chose_one_of_its_own() {
+        use crate::config::RunConfig;
+        use crate::engine::DeviceProfile;
+        let name = |c: &RunConfig| super::default_name("set", "m", c).display().to_string();
+        let cpu = DeviceProfile { gpu: false, threads: 2 };
+        // The device's own size (the CPU's 512, a GPU's 16,384) is no lever set.
+        let open = RunConfig::builder().build().unwrap();
+        assert_eq!(name(&open.clone().resolve_for(&cpu)), "set_m_readout_0shot_none.json");
+        assert_eq!(name(&open.resolve_for(&DeviceProfile { gpu: true, threads: 1 })), "set_m_readout_0shot_none.json");
+        let chosen = RunConfig::builder().pass_tokens(640).build().unwrap().resolve_for(&cpu);
+        assert_eq!(name(&chosen), "set_m_readout_0shot_none_pass640.json");
     }
 }
