@@ -648,12 +648,13 @@ impl<'a, 'b> Weights<'a, 'b> {
             WeightRef::NBits { packed, .. } => packed.clone(),
         };
         let bad = |d: String| Error::BadTensor { path: self.g.path.to_path_buf(), tensor: name.clone(), detail: d };
-        let (map, offset, dtype, size, full) = match &p.weight {
+        // Each form: where the `[full, k]` rows lie, their encoding and the bytes of one row.
+        let (map, offset, dtype, row_bytes, full) = match &p.weight {
             WeightRef::OutIn(w) => {
                 let t = self.init(w)?;
                 let (dtype, size) = dtype_of(t).ok_or_else(|| bad(unread(t)))?;
                 let (map, offset, len) = self.bytes.of(t)?;
-                (map, offset, dtype, size, len / size / p.k.max(1))
+                (map, offset, dtype, p.k * size, len / size / p.k.max(1))
             }
             WeightRef::InOut(w) => {
                 let t = self.init(w)?;
@@ -668,11 +669,11 @@ impl<'a, 'b> Weights<'a, 'b> {
                         out[to..to + size].copy_from_slice(&src[from..from + size]);
                     }
                 }
-                (anon(&out).map_err(|e| Error::io(self.g.path, e))?, 0, dtype, size, full)
+                (anon(&out).map_err(|e| Error::io(self.g.path, e))?, 0, dtype, p.k * size, full)
             }
             WeightRef::NBits { packed, scales, zero_points, bits, block } => {
-                let (map, full) = self.nbits(p, packed, scales, zero_points.as_deref(), *bits, *block)?;
-                (map, 0, GgmlDType::F32, 4, full)
+                let (map, dtype, full) = self.nbits(p, packed, scales, zero_points.as_deref(), *bits, *block)?;
+                (map, 0, dtype, p.k / dtype.block_size() * dtype.type_size(), full)
             }
         };
         if p.rows_from + p.n > full {
@@ -683,7 +684,7 @@ impl<'a, 'b> Weights<'a, 'b> {
                 p.rows_from + p.n
             )));
         }
-        let start = offset + p.rows_from * p.k * size;
+        let start = offset + p.rows_from * row_bytes;
         Ok(LoadedWeight::Encoded(Encoded::new(map, start, dtype, p.n, p.k).map_err(bad)?))
     }
 
@@ -698,7 +699,7 @@ impl<'a, 'b> Weights<'a, 'b> {
         zero_points: Option<&str>,
         bits: usize,
         block: usize,
-    ) -> Result<(Mapped, usize)> {
+    ) -> Result<(Mapped, GgmlDType, usize)> {
         let bad =
             |d: String| Error::BadTensor { path: self.g.path.to_path_buf(), tensor: packed.to_string(), detail: d };
         let rows = self.g.nbits_outputs(p.node).unwrap_or(p.n);
@@ -743,37 +744,76 @@ impl<'a, 'b> Weights<'a, 'b> {
             }
             None => None,
         };
-        let per_row_zero_bytes = blocks.div_ceil(2);
-        let q = &qmap[qoff..qoff + qlen];
-        let mut out = vec![0f32; rows * p.k];
+        let (dtype, bytes) = nbits_weights(&qmap[qoff..qoff + qlen], &scale, zeros.as_deref(), rows, p.k, block);
+        Ok((anon(&bytes).map_err(|e| Error::io(self.g.path, e))?, dtype, rows))
+    }
+}
+
+/// `MatMulNBits` 4-bit blocks (`q [rows, blocks, block/2]`, low nibble first; a scale per block;
+/// zero points packed two a byte per row, 8 without them) as Readout holds them: GGML Q4_1
+/// (`w = d·u + m`, the integer kernel's own encoding) where that is exact — blocks of 32, every
+/// scale and every `−scale·zero` an f16 value, as in the q4f16 exports — else f32
+/// `scale · (q − zero)`, exact too but four bytes a weight. Rows `[rows, k]`.
+fn nbits_weights(
+    q: &[u8],
+    scale: &[f32],
+    zeros: Option<&[u8]>,
+    rows: usize,
+    k: usize,
+    block: usize,
+) -> (GgmlDType, Vec<u8>) {
+    use half::f16;
+    let blocks = k.div_ceil(block);
+    let blob = block / 2;
+    let zero_of = |r: usize, b: usize| -> f32 {
+        match zeros {
+            Some(z) => {
+                let byte = z.get(r * blocks.div_ceil(2) + b / 2).copied().unwrap_or(0x88);
+                (if b.is_multiple_of(2) { byte & 0x0F } else { byte >> 4 }) as f32
+            }
+            None => 8.0,
+        }
+    };
+    let exact_f16 = |v: f32| f16::from_f32(v).to_f32() == v;
+    let q4_1 = block == 32
+        && k.is_multiple_of(32)
+        && (0..rows).all(|r| {
+            (0..blocks).all(|b| {
+                let s = scale[r * blocks + b];
+                exact_f16(s) && exact_f16(-s * zero_of(r, b))
+            })
+        });
+    if q4_1 {
+        let mut out = Vec::with_capacity(rows * blocks * 20);
         for r in 0..rows {
             for b in 0..blocks {
                 let s = scale[r * blocks + b];
-                let zero = match &zeros {
-                    Some(z) => {
-                        let byte = z.get(r * per_row_zero_bytes + b / 2).copied().unwrap_or(0x88);
-                        if b % 2 == 0 {
-                            byte & 0x0F
-                        } else {
-                            byte >> 4
-                        }
-                    }
-                    None => 8,
-                } as f32;
-                let bytes = &q[(r * blocks + b) * blob..(r * blocks + b + 1) * blob];
-                for (i, &v) in bytes.iter().enumerate() {
-                    for (h, nib) in [v & 0x0F, v >> 4].into_iter().enumerate() {
-                        let col = b * block + 2 * i + h;
-                        if col < p.k {
-                            out[r * p.k + col] = s * (nib as f32 - zero);
-                        }
+                let src = &q[(r * blocks + b) * blob..(r * blocks + b + 1) * blob];
+                let nib = |i: usize| if i.is_multiple_of(2) { src[i / 2] & 0x0F } else { src[i / 2] >> 4 };
+                out.extend_from_slice(&f16::from_f32(s).to_le_bytes());
+                out.extend_from_slice(&f16::from_f32(-s * zero_of(r, b)).to_le_bytes());
+                // Q4_1's bytes: element j in the low nibble, element j + 16 in the high one.
+                out.extend((0..16).map(|j| nib(j) | (nib(j + 16) << 4)));
+            }
+        }
+        return (GgmlDType::Q4_1, out);
+    }
+    let mut out = vec![0f32; rows * k];
+    for r in 0..rows {
+        for b in 0..blocks {
+            let (s, zero) = (scale[r * blocks + b], zero_of(r, b));
+            let bytes = &q[(r * blocks + b) * blob..(r * blocks + b + 1) * blob];
+            for (i, &v) in bytes.iter().enumerate() {
+                for (h, nib) in [v & 0x0F, v >> 4].into_iter().enumerate() {
+                    let col = b * block + 2 * i + h;
+                    if col < k {
+                        out[r * k + col] = s * (nib as f32 - zero);
                     }
                 }
             }
         }
-        let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Ok((anon(&bytes).map_err(|e| Error::io(self.g.path, e))?, rows))
     }
+    (GgmlDType::F32, out.iter().flat_map(|v| v.to_le_bytes()).collect())
 }
 
 /// The model directory's configuration: `config.json` (Optimum copies it), else the decoder
@@ -995,4 +1035,54 @@ pub(crate) fn summary(dir: &Path) -> Result<GraphSummary> {
         layers: roles.layers.len(),
         tied_embeddings: roles.tied,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two rows of 64 values (two blocks of 32): `q` counting up, zero points 3 and 12 on row
+    /// 0, none (8) on row 1.
+    fn blocks(scales: [f32; 4], zeros: Option<Vec<u8>>) -> (GgmlDType, Vec<f32>) {
+        let (rows, k) = (2, 64);
+        let q: Vec<u8> = (0..rows * k / 2).map(|i| ((2 * i) % 16) as u8 | ((((2 * i + 1) % 16) as u8) << 4)).collect();
+        let (dtype, bytes) = nbits_weights(&q, &scales, zeros.as_deref(), rows, k, 32);
+        let map = anon(&bytes).unwrap();
+        let e = Encoded::new(map, 0, dtype, rows, k).unwrap();
+        let s = crate::engine::weights::Stacked::new(vec![e]).unwrap();
+        let mut out = vec![0f32; rows * k];
+        for (r, row) in out.chunks_mut(k).enumerate() {
+            s.decode_row(r, row);
+        }
+        (dtype, out)
+    }
+
+    /// The value MatMulNBits stands for: `scale · (q − zero)`.
+    fn want(scales: [f32; 4], zeros: [f32; 4]) -> Vec<f32> {
+        (0..128)
+            .map(|i| {
+                let (r, c) = (i / 64, i % 64);
+                let b = r * 2 + c / 32;
+                scales[b] * ((i % 16) as f32 - zeros[b])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn int4_blocks_with_f16_scales_are_kept_as_q4_1_and_others_as_f32_with_the_same_values() {
+        // f16 scales (a q4f16 export): Q4_1, exactly the values.
+        let scales = [0.5, 0.013671875, 1.25, 0.0009765625];
+        let zeros = Some(vec![0x3 | (12 << 4), 0x88]);
+        let (dtype, got) = blocks(scales, zeros.clone());
+        assert_eq!(dtype, GgmlDType::Q4_1);
+        assert_eq!(got, want(scales, [3.0, 12.0, 8.0, 8.0]));
+        // Symmetric blocks (no zero points): 8.
+        let (dtype, got) = blocks(scales, None);
+        assert_eq!((dtype, got), (GgmlDType::Q4_1, want(scales, [8.0; 4])));
+        // A scale f16 cannot hold (an f32 export): f32, the same values.
+        let scales = [0.1, 0.2, 0.3, 0.4];
+        let (dtype, got) = blocks(scales, zeros);
+        assert_eq!(dtype, GgmlDType::F32);
+        assert_eq!(got, want(scales, [3.0, 12.0, 8.0, 8.0]));
+    }
 }
