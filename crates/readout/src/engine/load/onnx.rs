@@ -1,6 +1,6 @@
 //! An ONNX decoder export (the layout onnxruntime-genai's model builder and Optimum write, the one
 //! onnx-community ships): `model.onnx` (its initializers inline or in an external data file),
-//! `config.json` or `genai_config.json`, `tokenizer.json` and the chat template beside it, in the
+//! `config.json` (copied beside a builder's export, which writes only `genai_config.json`), `tokenizer.json` and the chat template beside it, in the
 //! directory or its `onnx/` folder.
 //!
 //! Why it exists: the system Readout rebuilds runs ONNX models, so its users' models are ONNX
@@ -16,7 +16,8 @@
 //! a product's input. Then the weights get the names the Hugging Face loader's build reads, and
 //! the model is built as a safetensors directory's is.
 
-use super::build::{build, BlockKeys};
+use super::build::build;
+use super::hf::HF_KEYS;
 use super::tokenizer_config::{hf_chat_template, read_tokenizer_config};
 use super::{Loaded, TokenizerSource};
 use crate::engine::config::{Architecture, ModelConfig};
@@ -816,8 +817,9 @@ fn nbits_weights(
     (GgmlDType::F32, out.iter().flat_map(|v| v.to_le_bytes()).collect())
 }
 
-/// The model directory's configuration: `config.json` (Optimum copies it), else the decoder
-/// section of onnxruntime-genai's `genai_config.json`.
+/// The model directory's configuration: `config.json` beside the graph or in the directory
+/// (Optimum copies it; onnxruntime-genai's builder writes only `genai_config.json`, so its
+/// exports need the model's `config.json` copied beside them).
 pub(super) fn onnx_config(dir: &Path, graph_dir: &Path) -> Result<(ModelConfig, String)> {
     for d in [graph_dir, dir] {
         if d.join("config.json").is_file() {
@@ -838,23 +840,6 @@ pub(super) fn read_model(file: &Path) -> Result<ModelProto> {
     })
 }
 
-const KEYS: BlockKeys = BlockKeys {
-    attn_norm: "input_layernorm",
-    q: "self_attn.q_proj",
-    k: "self_attn.k_proj",
-    v: "self_attn.v_proj",
-    o: "self_attn.o_proj",
-    q_norm: "self_attn.q_norm",
-    k_norm: "self_attn.k_norm",
-    ffn_norm: "post_attention_layernorm",
-    attn_post_norm: "",
-    ffn_post_norm: "",
-    gate: "mlp.gate_proj",
-    up: "mlp.up_proj",
-    down: "mlp.down_proj",
-    norm_shift: 0.0,
-};
-
 /// Load an ONNX model directory.
 pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     let graph_dir = graph.parent().unwrap_or(dir);
@@ -867,7 +852,7 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
     })?;
     let g = Graph::new(gp, graph);
     let roles = find_roles(&g, &cfg)?;
-    let mut w = Weights { g: &g, bytes: Bytes { dir: graph_dir, path: graph, files: HashMap::new() } };
+    let mut w = Weights::new(&g, graph_dir, graph);
     // Every weight under the name the Hugging Face layout gives it.
     let mut named: HashMap<String, LoadedWeight> = HashMap::new();
     let hidden = cfg.hidden_size;
@@ -915,7 +900,7 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
         "model.norm.weight",
         "lm_head.weight",
         names,
-        KEYS,
+        HF_KEYS,
     )?;
     let tok_dir =
         [graph_dir, dir].into_iter().find(|d| d.join("tokenizer.json").is_file()).ok_or_else(|| Error::Tokenizer {

@@ -17,7 +17,8 @@ use candle_core::Device;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-const HF_KEYS: BlockKeys = BlockKeys {
+/// The Hugging Face layout's names of a block's weights (an ONNX export's weights get them too).
+pub(super) const HF_KEYS: BlockKeys = BlockKeys {
     attn_norm: "input_layernorm",
     q: "self_attn.q_proj",
     k: "self_attn.k_proj",
