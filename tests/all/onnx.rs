@@ -23,7 +23,7 @@ fn logits(e: &Engine) -> Vec<f32> {
 
 #[test]
 fn fp32_exports_give_the_logits_of_the_directory_they_came_from() {
-    for arch in ["llama", "qwen2"] {
+    for arch in ["llama", "qwen2", "qwen3"] {
         let want = logits(&engine_at(&fixture(arch, "hf")));
         for export in ["optimum-fp32", "genai-fp32"] {
             let e = engine_at(&fixture(arch, export));
@@ -35,13 +35,20 @@ fn fp32_exports_give_the_logits_of_the_directory_they_came_from() {
         }
         // The int4 export's weights are the builder's 4-bit blocks of the same weights: its
         // logits follow the f32 model's (these random weights round coarsely), and are not them.
-        let got = logits(&engine_at(&fixture(arch, "genai-int4")));
-        let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
-        let (mg, mw) = (mean(&got), mean(&want));
-        let cov: f32 = got.iter().zip(&want).map(|(a, b)| (a - mg) * (b - mw)).sum();
-        let norm = |v: &[f32], m: f32| v.iter().map(|x| (x - m).powi(2)).sum::<f32>().sqrt();
-        let corr = cov / (norm(&got, mg) * norm(&want, mw));
-        assert!(corr > 0.5 && got != want, "{arch} int4: the logits' correlation with the f32 model's is {corr}");
+        // (Qwen3's q4f16 export, the seed's layout, likewise: f16 scales and activations.)
+        let int4 = if arch == "qwen3" { &["genai-int4", "genai-q4f16"][..] } else { &["genai-int4"][..] };
+        for export in int4 {
+            let got = logits(&engine_at(&fixture(arch, export)));
+            let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
+            let (mg, mw) = (mean(&got), mean(&want));
+            let cov: f32 = got.iter().zip(&want).map(|(a, b)| (a - mg) * (b - mw)).sum();
+            let norm = |v: &[f32], m: f32| v.iter().map(|x| (x - m).powi(2)).sum::<f32>().sqrt();
+            let corr = cov / (norm(&got, mg) * norm(&want, mw));
+            assert!(
+                corr > 0.5 && got != want,
+                "{arch} {export}: the logits' correlation with the f32 model's is {corr}"
+            );
+        }
     }
 }
 

@@ -100,6 +100,8 @@ struct LayerRoles {
     k: Projection,
     v: Projection,
     o: Projection,
+    /// Qwen3's RMS norms of each head's query and key (`[head_dim]` scales), where it has them.
+    qk_norms: Option<(String, String)>,
     ffn_norm: String,
     gate: Projection,
     up: Projection,
@@ -333,10 +335,30 @@ impl<'a> Graph<'a> {
         None
     }
 
+    /// The scale of the per-head norm that a query's or key's product passes through on its way
+    /// to attention (Qwen3's q_norm and k_norm): the nearest norm node downstream of `from` whose
+    /// scale is a `[head_dim]` initializer, or the nearest Mul by one (a norm written out as ops).
+    fn head_norm_weight(&self, from: &str, head_dim: usize, stop: &HashSet<usize>) -> Option<String> {
+        let is_head = |x: &String| self.dims(&self.init_name(x)).is_some_and(|d| d == [head_dim]);
+        self.downstream(from, 16, stop).into_iter().find_map(|(i, _)| {
+            let n = self.node(i);
+            match n.op_type.as_str() {
+                "SimplifiedLayerNormalization" | "RMSNormalization" | "LayerNormalization" => {
+                    n.input.get(1).filter(|x| is_head(x)).map(|x| self.init_name(x))
+                }
+                "Mul" => n.input.iter().find(|x| is_head(x)).map(|x| self.init_name(x)),
+                _ => None,
+            }
+        })
+    }
+
     pub(super) fn bad(&self, detail: impl Into<String>) -> Error {
         Error::BadModelConfig { path: self.path.to_path_buf(), detail: detail.into() }
     }
 }
+
+/// A layer's attention as met in the graph: its norm; q, k and v; Qwen3's q and k norms.
+type AttentionParts = (String, [Projection; 3], Option<(String, String)>);
 
 /// The roles of the graph's weights (see the module's comment), checked against `cfg`.
 fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
@@ -377,7 +399,7 @@ fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
     let mut layers: Vec<LayerRoles> = Vec::new();
     // A layer's parts as they are met: its attention's norm and q, k, v; its output projection;
     // its MLP's norm, gate and up; then its down projection finishes it.
-    let mut attn: Option<(String, [Projection; 3])> = None;
+    let mut attn: Option<AttentionParts> = None;
     let mut o_proj: Option<Projection> = None;
     let mut mlp: Option<(String, Projection, Projection)> = None;
     let activations = ["Sigmoid", "Silu", "Gelu", "FastGelu", "QuickGelu"];
@@ -400,7 +422,21 @@ fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
             let norm = g
                 .norm_weight(input, hidden)
                 .ok_or_else(|| g.bad(format!("layer {at}: no norm weight before q, k and v")))?;
-            attn = Some((norm, [q, k, v]));
+            let qk_norms = if cfg.architecture.has_qk_norms() {
+                let find = |p: &Projection, which: &str| {
+                    g.head_norm_weight(&p.output, hd, &stop).ok_or_else(|| {
+                        g.bad(format!(
+                            "layer {at}: no {which} norm (a norm with a [{hd}] scale after the {which} product), \
+                             which a {:?} model has",
+                            cfg.architecture
+                        ))
+                    })
+                };
+                Some((find(&q, "query")?, find(&k, "key")?))
+            } else {
+                None
+            };
+            attn = Some((norm, [q, k, v], qk_norms));
         } else if ps.len() == 1
             && ps[0].k == hidden
             && ps[0].n == (h + 2 * kv) * hd
@@ -412,7 +448,13 @@ fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
             let norm = g
                 .norm_weight(input, hidden)
                 .ok_or_else(|| g.bad(format!("layer {at}: no norm weight before q, k and v")))?;
-            attn = Some((norm, [part(0, h * hd), part(h * hd, kv * hd), part((h + kv) * hd, kv * hd)]));
+            if cfg.architecture.has_qk_norms() {
+                return Err(g.bad(format!(
+                    "layer {at}: q, k and v are packed in one product, but a {:?} model normalises q and k apart",
+                    cfg.architecture
+                )));
+            }
+            attn = Some((norm, [part(0, h * hd), part(h * hd, kv * hd), part((h + kv) * hd, kv * hd)], None));
         } else if ps.len() == 1 && ps[0].k == h * hd && ps[0].n == hidden && attn.is_some() && o_proj.is_none() {
             o_proj = Some(ps[0].clone());
         } else if ps.len() == 2 && ps.iter().all(|p| p.k == hidden && p.n == cfg.intermediate_size) {
@@ -429,12 +471,12 @@ fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
                 .ok_or_else(|| g.bad(format!("layer {at}: no norm weight before the MLP")))?;
             mlp = Some((norm, gate, up));
         } else if ps.len() == 1 && ps[0].k == cfg.intermediate_size && ps[0].n == hidden {
-            let (Some((attn_norm, [q, k, v])), Some(o), Some((ffn_norm, gate, up))) =
+            let (Some((attn_norm, [q, k, v], qk_norms)), Some(o), Some((ffn_norm, gate, up))) =
                 (attn.take(), o_proj.take(), mlp.take())
             else {
                 return Err(g.bad(format!("layer {at}: a down projection before its attention and gate")));
             };
-            layers.push(LayerRoles { attn_norm, q, k, v, o, ffn_norm, gate, up, down: ps[0].clone() });
+            layers.push(LayerRoles { attn_norm, q, k, v, o, qk_norms, ffn_norm, gate, up, down: ps[0].clone() });
         } else {
             return Err(g.bad(format!(
                 "products of `{input}` with weights of {sizes:?} (inputs x outputs) are no layer part Readout knows \
@@ -865,6 +907,10 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
         let name = |k: &str| format!("model.layers.{i}.{k}");
         named.insert(name("input_layernorm.weight"), w.plain(&l.attn_norm, 1, hidden)?);
         named.insert(name("post_attention_layernorm.weight"), w.plain(&l.ffn_norm, 1, hidden)?);
+        if let Some((qn, kn)) = &l.qk_norms {
+            named.insert(name("self_attn.q_norm.weight"), w.plain(qn, 1, cfg.head_dim)?);
+            named.insert(name("self_attn.k_norm.weight"), w.plain(kn, 1, cfg.head_dim)?);
+        }
         for (key, p) in [
             ("self_attn.q_proj", &l.q),
             ("self_attn.k_proj", &l.k),
@@ -919,15 +965,15 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
     })
 }
 
-/// The architectures whose graph the loader maps: the llama family (Llama, Mistral, SmolLM2)
-/// and Qwen2 (q, k and v biases).
+/// The architectures whose graph the loader maps: the llama family (Llama, Mistral, SmolLM2),
+/// Qwen2 (q, k and v biases) and Qwen3 (per-head q and k norms).
 fn refuse_unsupported(cfg: &ModelConfig, dir: &Path) -> Result<()> {
     match cfg.architecture {
-        Architecture::Llama | Architecture::Qwen2 => Ok(()),
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => Ok(()),
         other => Err(Error::BadModelConfig {
             path: dir.to_path_buf(),
             detail: format!(
-                "an ONNX export of a {other:?} model is not read yet (Readout reads ONNX exports of the llama family and Qwen2); \
+                "an ONNX export of a {other:?} model is not read yet (Readout reads ONNX exports of the llama family, Qwen2 and Qwen3); \
                  its GGUF file or safetensors directory is"
             ),
         }),
