@@ -32,6 +32,10 @@ pub(crate) struct Encoded {
     dtype: GgmlDType,
     rows: usize,
     cols: usize,
+    /// Q4_1 blocks whose scales are f32 values (ONNX MatMulNBits with f32 scales): each block's
+    /// f32 scale and zero point, `w = scale · (u − zero)`, row by row from entry `.1`; the bytes'
+    /// own f16 `d` and `m` are then only those values rounded, and never read.
+    exact: Option<(Arc<[[f32; 2]]>, usize)>,
 }
 
 impl Encoded {
@@ -47,12 +51,42 @@ impl Encoded {
         if !cols.is_multiple_of(dtype.block_size()) {
             return Err(format!("rows of {cols} values are not whole {dtype:?} blocks of {}", dtype.block_size()));
         }
-        let e = Encoded { map, offset, dtype, rows, cols };
+        let e = Encoded { map, offset, dtype, rows, cols, exact: None };
         let end = offset.checked_add(rows.saturating_mul(e.row_bytes()));
         if end.is_none_or(|end| end > e.map.len()) {
             return Err(format!("its {rows} x {cols} {dtype:?} values run past the end of the file"));
         }
         Ok(e)
+    }
+
+    /// These Q4_1 blocks with f32 scales and zero points: `blocks[from..]`, one `[scale, zero]`
+    /// a block, row by row; an error when the tensor is not Q4_1 or the table is too short.
+    pub(crate) fn with_f32_scales(mut self, blocks: Arc<[[f32; 2]]>, from: usize) -> std::result::Result<Self, String> {
+        let need = self.rows * self.cols / 32;
+        if self.dtype != GgmlDType::Q4_1 || blocks.len() < from + need {
+            return Err(format!(
+                "f32 block scales for {:?} {} x {}: {} given from {from}",
+                self.dtype,
+                self.rows,
+                self.cols,
+                blocks.len()
+            ));
+        }
+        self.exact = Some((blocks, from));
+        Ok(self)
+    }
+
+    /// Row `r`'s f32 `[scale, zero]` a block, where the blocks have f32 scales.
+    fn row_f32_scales(&self, r: usize) -> Option<&[[f32; 2]]> {
+        self.exact.as_ref().map(|(t, from)| {
+            let n = self.cols / 32;
+            &t[from + r * n..from + (r + 1) * n]
+        })
+    }
+
+    /// Whether the blocks' scales are f32 values (no candle kernel multiplies them).
+    pub(crate) fn has_f32_scales(&self) -> bool {
+        self.exact.is_some()
     }
 
     pub(crate) fn dims(&self) -> [usize; 2] {
@@ -77,7 +111,19 @@ impl Encoded {
 
     /// Row `r` decoded into `out` (`cols` values).
     pub(crate) fn decode_row(&self, r: usize, out: &mut [f32]) {
-        decode(self.dtype, self.row(r), out);
+        match self.row_f32_scales(r) {
+            // `scale · (u − zero)`, one rounding: the value MatMulNBits stands for.
+            Some(blocks) => {
+                for ((blk, o), &[scale, zero]) in self.row(r).chunks_exact(20).zip(out.chunks_exact_mut(32)).zip(blocks)
+                {
+                    for (i, &q) in blk[4..].iter().enumerate() {
+                        o[i] = scale * ((q & 0x0F) as f32 - zero);
+                        o[i + 16] = scale * ((q >> 4) as f32 - zero);
+                    }
+                }
+            }
+            None => decode(self.dtype, self.row(r), out),
+        }
     }
 
     /// The whole tensor as f32 `[rows, cols]` on `device`: for the f32 path and small tensors.
@@ -98,6 +144,9 @@ impl Encoded {
     /// A candle quantised tensor on `device` holding a copy of these bytes: for candle's own
     /// quantised kernels (`model/linear.rs`'s `quantised_matmul`, which decides when).
     pub(crate) fn to_qtensor(&self, device: &Device) -> candle_core::Result<candle_core::quantized::QTensor> {
+        if self.exact.is_some() {
+            candle_core::bail!("4-bit blocks with f32 scales have no candle kernel; decode them to f32");
+        }
         candle_core::quantized::ggml_file::qtensor_from_ggml(
             self.dtype,
             self.bytes(),
@@ -149,6 +198,17 @@ impl Stacked {
             r -= p.rows;
         }
         unreachable!("row {r} past the stack's {} rows", self.rows)
+    }
+
+    /// Row `r`'s f32 `[scale, zero]` a block, where its part's blocks have f32 scales.
+    pub(crate) fn row_f32_scales(&self, mut r: usize) -> Option<&[[f32; 2]]> {
+        for p in &self.parts {
+            if r < p.rows {
+                return p.row_f32_scales(r);
+            }
+            r -= p.rows;
+        }
+        None
     }
 
     /// Row `r` of the stack decoded into `out`.

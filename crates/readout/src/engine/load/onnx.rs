@@ -684,7 +684,7 @@ impl<'a, 'b> Weights<'a, 'b> {
 
     /// A projection's weight as `[out, in]` (its outputs `rows_from ..` when packed): a view of
     /// the graph's bytes when it holds `[out, in]`, transposed into an anonymous map when it
-    /// holds `[in, out]`, MatMulNBits blocks decoded to f32.
+    /// holds `[in, out]`, MatMulNBits blocks as [`nbits_weights`] keeps them.
     pub(super) fn projection(&mut self, p: &Projection) -> Result<LoadedWeight> {
         let name = match &p.weight {
             WeightRef::OutIn(w) | WeightRef::InOut(w) => w.clone(),
@@ -692,6 +692,7 @@ impl<'a, 'b> Weights<'a, 'b> {
         };
         let bad = |d: String| Error::BadTensor { path: self.g.path.to_path_buf(), tensor: name.clone(), detail: d };
         // Each form: where the `[full, k]` rows lie, their encoding and the bytes of one row.
+        let mut f32_scales = None;
         let (map, offset, dtype, row_bytes, full) = match &p.weight {
             WeightRef::OutIn(w) => {
                 let t = self.init(w)?;
@@ -715,7 +716,8 @@ impl<'a, 'b> Weights<'a, 'b> {
                 (anon(&out).map_err(|e| Error::io(self.g.path, e))?, 0, dtype, p.k * size, full)
             }
             WeightRef::NBits { packed, scales, zero_points, bits, block } => {
-                let (map, dtype, full) = self.nbits(p, packed, scales, zero_points.as_deref(), *bits, *block)?;
+                let (map, dtype, full, table) = self.nbits(p, packed, scales, zero_points.as_deref(), *bits, *block)?;
+                f32_scales = table;
                 (map, 0, dtype, p.k / dtype.block_size() * dtype.type_size(), full)
             }
         };
@@ -728,7 +730,12 @@ impl<'a, 'b> Weights<'a, 'b> {
             )));
         }
         let start = offset + p.rows_from * row_bytes;
-        Ok(LoadedWeight::Encoded(Encoded::new(map, start, dtype, p.n, p.k).map_err(bad)?))
+        let e = Encoded::new(map, start, dtype, p.n, p.k).map_err(bad)?;
+        let e = match f32_scales {
+            Some(t) => e.with_f32_scales(t, p.rows_from * (p.k / 32)).map_err(bad)?,
+            None => e,
+        };
+        Ok(LoadedWeight::Encoded(e))
     }
 
     /// `MatMulNBits` (com.microsoft): `B [N, k_blocks, block·bits/8]` of unsigned `bits`-bit
@@ -742,7 +749,7 @@ impl<'a, 'b> Weights<'a, 'b> {
         zero_points: Option<&str>,
         bits: usize,
         block: usize,
-    ) -> Result<(Mapped, GgmlDType, usize)> {
+    ) -> Result<(Mapped, GgmlDType, usize, Option<F32Scales>)> {
         let bad =
             |d: String| Error::BadTensor { path: self.g.path.to_path_buf(), tensor: packed.to_string(), detail: d };
         let rows = self.g.nbits_outputs(p.node).unwrap_or(p.n);
@@ -787,16 +794,21 @@ impl<'a, 'b> Weights<'a, 'b> {
             }
             None => None,
         };
-        let (dtype, bytes) = nbits_weights(&qmap[qoff..qoff + qlen], &scale, zeros.as_deref(), rows, p.k, block);
-        Ok((anon(&bytes).map_err(|e| Error::io(self.g.path, e))?, dtype, rows))
+        let (dtype, bytes, table) = nbits_weights(&qmap[qoff..qoff + qlen], &scale, zeros.as_deref(), rows, p.k, block);
+        Ok((anon(&bytes).map_err(|e| Error::io(self.g.path, e))?, dtype, rows, table.map(Arc::from)))
     }
 }
 
+/// Each Q4_1 block's f32 `[scale, zero]`, row by row, where the scales are f32 values.
+type F32Scales = Arc<[[f32; 2]]>;
+
 /// `MatMulNBits` 4-bit blocks (`q [rows, blocks, block/2]`, low nibble first; a scale per block;
 /// zero points packed two a byte per row, 8 without them) as Readout holds them: GGML Q4_1
-/// (`w = d·u + m`, the integer kernel's own encoding) where that is exact — blocks of 32, every
-/// scale and every `−scale·zero` an f16 value, as in the q4f16 exports — else f32
-/// `scale · (q − zero)`, exact too but four bytes a weight. Rows `[rows, k]`.
+/// blocks of 32 (`w = d·u + m`, the integer kernel's own encoding; a block of 64 or 128 is two or
+/// four of them with its scale) where the block is a multiple of 32 — their `d` and `m` the f16
+/// values `scale` and `−scale·zero` where every block's are f16 values (the q4f16 exports), else
+/// kept in f32 beside the bytes (`[scale, zero]` a block of 32: the builder's CPU int4 has f32
+/// scales) — else f32 `scale · (q − zero)`. Each is the values MatMulNBits stands for. Rows `[rows, k]`.
 fn nbits_weights(
     q: &[u8],
     scale: &[f32],
@@ -804,7 +816,7 @@ fn nbits_weights(
     rows: usize,
     k: usize,
     block: usize,
-) -> (GgmlDType, Vec<u8>) {
+) -> (GgmlDType, Vec<u8>, Option<Vec<[f32; 2]>>) {
     use half::f16;
     let blocks = k.div_ceil(block);
     let blob = block / 2;
@@ -817,29 +829,34 @@ fn nbits_weights(
             None => 8.0,
         }
     };
-    let exact_f16 = |v: f32| f16::from_f32(v).to_f32() == v;
-    let q4_1 = block == 32
-        && k.is_multiple_of(32)
-        && (0..rows).all(|r| {
+    if block.is_multiple_of(32) && k.is_multiple_of(32) {
+        let exact_f16 = |v: f32| f16::from_f32(v).to_f32() == v;
+        let f16_scales = (0..rows).all(|r| {
             (0..blocks).all(|b| {
                 let s = scale[r * blocks + b];
                 exact_f16(s) && exact_f16(-s * zero_of(r, b))
             })
         });
-    if q4_1 {
-        let mut out = Vec::with_capacity(rows * blocks * 20);
+        let per = block / 32;
+        let mut out = Vec::with_capacity(rows * k / 32 * 20);
+        let mut table = Vec::with_capacity(if f16_scales { 0 } else { rows * k / 32 });
         for r in 0..rows {
-            for b in 0..blocks {
-                let s = scale[r * blocks + b];
-                let src = &q[(r * blocks + b) * blob..(r * blocks + b + 1) * blob];
+            for c in 0..k / 32 {
+                let b = c / per;
+                let (s, zero) = (scale[r * blocks + b], zero_of(r, b));
+                let at = (r * blocks + b) * blob + (c % per) * 16;
+                let src = &q[at..at + 16];
                 let nib = |i: usize| if i.is_multiple_of(2) { src[i / 2] & 0x0F } else { src[i / 2] >> 4 };
                 out.extend_from_slice(&f16::from_f32(s).to_le_bytes());
-                out.extend_from_slice(&f16::from_f32(-s * zero_of(r, b)).to_le_bytes());
+                out.extend_from_slice(&f16::from_f32(-s * zero).to_le_bytes());
                 // Q4_1's bytes: element j in the low nibble, element j + 16 in the high one.
                 out.extend((0..16).map(|j| nib(j) | (nib(j + 16) << 4)));
+                if !f16_scales {
+                    table.push([s, zero]);
+                }
             }
         }
-        return (GgmlDType::Q4_1, out);
+        return (GgmlDType::Q4_1, out, (!f16_scales).then_some(table));
     }
     let mut out = vec![0f32; rows * k];
     for r in 0..rows {
@@ -856,7 +873,7 @@ fn nbits_weights(
             }
         }
     }
-    (GgmlDType::F32, out.iter().flat_map(|v| v.to_le_bytes()).collect())
+    (GgmlDType::F32, out.iter().flat_map(|v| v.to_le_bytes()).collect(), None)
 }
 
 /// The model directory's configuration: `config.json` beside the graph or in the directory
@@ -1074,18 +1091,23 @@ mod tests {
 
     /// Two rows of 64 values (two blocks of 32): `q` counting up, zero points 3 and 12 on row
     /// 0, none (8) on row 1.
-    fn blocks(scales: [f32; 4], zeros: Option<Vec<u8>>) -> (GgmlDType, Vec<f32>) {
+    fn blocks(scales: [f32; 4], zeros: Option<Vec<u8>>) -> (GgmlDType, bool, Vec<f32>) {
         let (rows, k) = (2, 64);
         let q: Vec<u8> = (0..rows * k / 2).map(|i| ((2 * i) % 16) as u8 | ((((2 * i + 1) % 16) as u8) << 4)).collect();
-        let (dtype, bytes) = nbits_weights(&q, &scales, zeros.as_deref(), rows, k, 32);
+        let (dtype, bytes, table) = nbits_weights(&q, &scales, zeros.as_deref(), rows, k, 32);
         let map = anon(&bytes).unwrap();
         let e = Encoded::new(map, 0, dtype, rows, k).unwrap();
+        let f32_scales = table.is_some();
+        let e = match table {
+            Some(t) => e.with_f32_scales(Arc::from(t), 0).unwrap(),
+            None => e,
+        };
         let s = crate::engine::weights::Stacked::new(vec![e]).unwrap();
         let mut out = vec![0f32; rows * k];
         for (r, row) in out.chunks_mut(k).enumerate() {
             s.decode_row(r, row);
         }
-        (dtype, out)
+        (dtype, f32_scales, out)
     }
 
     /// The value MatMulNBits stands for: `scale · (q − zero)`.
@@ -1100,20 +1122,37 @@ mod tests {
     }
 
     #[test]
-    fn int4_blocks_with_f16_scales_are_kept_as_q4_1_and_others_as_f32_with_the_same_values() {
+    fn int4_blocks_are_kept_as_q4_1_with_f16_or_f32_scales_and_the_same_values() {
         // f16 scales (a q4f16 export): Q4_1, exactly the values.
         let scales = [0.5, 0.013671875, 1.25, 0.0009765625];
         let zeros = Some(vec![0x3 | (12 << 4), 0x88]);
-        let (dtype, got) = blocks(scales, zeros.clone());
-        assert_eq!(dtype, GgmlDType::Q4_1);
+        let (dtype, f32_scales, got) = blocks(scales, zeros.clone());
+        assert_eq!((dtype, f32_scales), (GgmlDType::Q4_1, false));
         assert_eq!(got, want(scales, [3.0, 12.0, 8.0, 8.0]));
         // Symmetric blocks (no zero points): 8.
-        let (dtype, got) = blocks(scales, None);
-        assert_eq!((dtype, got), (GgmlDType::Q4_1, want(scales, [8.0; 4])));
-        // A scale f16 cannot hold (an f32 export): f32, the same values.
+        let (dtype, f32_scales, got) = blocks(scales, None);
+        assert_eq!((dtype, f32_scales, got), (GgmlDType::Q4_1, false, want(scales, [8.0; 4])));
+        // Scales f16 cannot hold (an f32 export): Q4_1 blocks with their f32 scales beside
+        // them, decoded to the same values bit for bit.
         let scales = [0.1, 0.2, 0.3, 0.4];
-        let (dtype, got) = blocks(scales, zeros);
-        assert_eq!(dtype, GgmlDType::F32);
+        let (dtype, f32_scales, got) = blocks(scales, zeros);
+        assert_eq!((dtype, f32_scales), (GgmlDType::Q4_1, true));
         assert_eq!(got, want(scales, [3.0, 12.0, 8.0, 8.0]));
+    }
+
+    #[test]
+    fn int4_blocks_of_64_are_two_q4_1_blocks_each() {
+        // One row of 128 values in two blocks of 64, scales 0.5 and 0.25, zeros 3 and 9.
+        let (rows, k) = (1, 128);
+        let q: Vec<u8> = (0..k / 2).map(|i| ((2 * i) % 16) as u8 | ((((2 * i + 1) % 16) as u8) << 4)).collect();
+        let (dtype, bytes, table) = nbits_weights(&q, &[0.5, 0.25], Some(&[0x3u8 | (9 << 4)][..]), rows, k, 64);
+        assert_eq!((dtype, table.is_none(), bytes.len()), (GgmlDType::Q4_1, true, 4 * 20));
+        let e = Encoded::new(anon(&bytes).unwrap(), 0, dtype, rows, k).unwrap();
+        let mut got = vec![0f32; k];
+        crate::engine::weights::Stacked::new(vec![e]).unwrap().decode_row(0, &mut got);
+        let want: Vec<f32> = (0..k)
+            .map(|c| if c < 64 { 0.5 * ((c % 16) as f32 - 3.0) } else { 0.25 * ((c % 16) as f32 - 9.0) })
+            .collect();
+        assert_eq!(got, want);
     }
 }

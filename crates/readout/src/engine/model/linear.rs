@@ -20,6 +20,10 @@ use std::sync::Arc;
 /// never a BF16 tensor through candle's Metal kernels, which read it as f16). An encoding with no
 /// kernel on the device is refused ([`route::NoKernel`]).
 pub(crate) fn quantised_matmul(e: &Encoded, device: &Device) -> candle_core::Result<QMatMul> {
+    // (Blocks with f32 scales, which candle's kernels cannot hold, are decoded to f32.)
+    if e.has_f32_scales() {
+        return Ok(QMatMul::Tensor(e.to_dense(device)?));
+    }
     match route::quantised(e.dtype(), DeviceKind::of(device)).map_err(candle_core::Error::wrap)? {
         Quantised::Kernel => QMatMul::from_arc(Arc::new(e.to_qtensor(device)?)),
         Quantised::DenseF32 => Ok(QMatMul::Tensor(e.to_dense(device)?)),

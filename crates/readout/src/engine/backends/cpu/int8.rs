@@ -250,9 +250,12 @@ pub(crate) fn decode_panel(w: &Stacked, pi: usize, k: usize, width: Width, kerne
         for i in 0..n {
             let j = j0 + i;
             let (dtype, bytes) = w.row_bytes(r0 + j);
+            // Q4_1 blocks with f32 scales (an ONNX export's): the f32 `d` and `m = −d·zero`.
+            let f32_scales = w.row_f32_scales(r0 + j);
             // A part's blocks of 32 in a panel of 16-value sub-blocks: each half gets the block's d, m.
             let split = sub_block(dtype) / sub;
             decode_row(dtype, bytes, &mut p.rows[i * stride..i * stride + k], |b, d, m| {
+                let (d, m) = f32_scales.map_or((d, m), |s| (s[b][0], -s[b][0] * s[b][1]));
                 for h in 0..split {
                     p.d[(b * split + h) * COLS + j] = d;
                     p.m[(b * split + h) * COLS + j] = m;
