@@ -35,8 +35,9 @@ fn fp32_exports_give_the_logits_of_the_directory_they_came_from() {
         }
         // The int4 export's weights are the builder's 4-bit blocks of the same weights: its
         // logits follow the f32 model's (these random weights round coarsely), and are not them.
-        // (Qwen3's q4f16 export, the seed's layout, likewise: f16 scales and activations.)
-        let int4 = if arch == "qwen3" { &["genai-int4", "genai-q4f16"][..] } else { &["genai-int4"][..] };
+        // (Qwen3's q4f16 export, the seed's layout, likewise: f16 scales and activations; and
+        // its fp16 export, the weights rounded to f16.)
+        let int4 = if arch == "qwen3" { &["genai-int4", "genai-q4f16", "genai-fp16"][..] } else { &["genai-int4"][..] };
         for export in int4 {
             let got = logits(&engine_at(&fixture(arch, export)));
             let mean = |v: &[f32]| v.iter().sum::<f32>() / v.len() as f32;
