@@ -107,6 +107,13 @@ def main():
     args = ap.parse_args()
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     exports = sorted(d for d in glob.glob("tests/fixtures/onnx/*/*") if os.path.exists(os.path.join(d, "model.onnx")))
+    # genai 0.9.2's Gemma 3 graph is not transformers' model: onnxruntime on it is 0.46 off
+    # transformers' logits after 10 tokens, where Readout's reading of it gives the safetensors
+    # directory's logits to the bit (tests/all/onnx.rs). No reference, so no check here.
+    skipped = [d for d in exports if "/gemma3/" in d]
+    for d in skipped:
+        print(f"{d}: skipped (onnxruntime on the builder's Gemma 3 graph does not give transformers' logits)")
+    exports = [d for d in exports if d not in skipped]
     if not exports:
         raise SystemExit("onnx_fidelity: no exports under tests/fixtures/onnx/")
     failures = []

@@ -17,7 +17,8 @@
 //! the model is built as a safetensors directory's is.
 
 use super::build::build;
-use super::hf::HF_KEYS;
+use super::build::BlockKeys;
+use super::hf::{gemma_keys, HF_KEYS};
 use super::tokenizer_config::{hf_chat_template, read_tokenizer_config};
 use super::{Loaded, TokenizerSource};
 use crate::engine::config::{Architecture, ModelConfig};
@@ -103,6 +104,8 @@ struct LayerRoles {
     /// Qwen3's RMS norms of each head's query and key (`[head_dim]` scales), where it has them.
     qk_norms: Option<(String, String)>,
     ffn_norm: String,
+    /// Gemma 3's norms of the attention's and the MLP's outputs, before each joins the residual.
+    post_norms: Option<(String, String)>,
     gate: Projection,
     up: Projection,
     down: Projection,
@@ -352,6 +355,25 @@ impl<'a> Graph<'a> {
         })
     }
 
+    /// The scale of the norm that takes `tensor` itself as its input (Gemma 3's norms of the
+    /// attention's and the MLP's outputs): a SimplifiedLayerNormalization (or RMSNormalization)
+    /// reading it, Casts passed through.
+    fn norm_after(&self, tensor: &str) -> Option<String> {
+        let mut t = tensor.to_string();
+        for _ in 0..3 {
+            let &c = self.consumers(&t).first()?;
+            let n = self.node(c);
+            match n.op_type.as_str() {
+                "Cast" | "Identity" => t = n.output.first()?.clone(),
+                "SimplifiedLayerNormalization" | "RMSNormalization" if n.input.first() == Some(&t) => {
+                    return n.input.get(1).map(|s| self.init_name(s))
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
     pub(super) fn bad(&self, detail: impl Into<String>) -> Error {
         Error::BadModelConfig { path: self.path.to_path_buf(), detail: detail.into() }
     }
@@ -476,7 +498,18 @@ fn find_roles(g: &Graph<'_>, cfg: &ModelConfig) -> Result<Roles> {
             else {
                 return Err(g.bad(format!("layer {at}: a down projection before its attention and gate")));
             };
-            layers.push(LayerRoles { attn_norm, q, k, v, o, qk_norms, ffn_norm, gate, up, down: ps[0].clone() });
+            let down = ps[0].clone();
+            let post_norms = if cfg.architecture == Architecture::Gemma3 {
+                let after = |p: &Projection, what: &str| {
+                    g.norm_after(&p.output).ok_or_else(|| {
+                        g.bad(format!("layer {at}: no norm of the {what}'s output, which a Gemma 3 layer has"))
+                    })
+                };
+                Some((after(&o, "attention")?, after(&down, "MLP")?))
+            } else {
+                None
+            };
+            layers.push(LayerRoles { attn_norm, q, k, v, o, qk_norms, ffn_norm, post_norms, gate, up, down });
         } else {
             return Err(g.bad(format!(
                 "products of `{input}` with weights of {sizes:?} (inputs x outputs) are no layer part Readout knows \
@@ -903,7 +936,6 @@ pub(super) fn read_model(file: &Path) -> Result<ModelProto> {
 pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
     let graph_dir = graph.parent().unwrap_or(dir);
     let (cfg, _) = onnx_config(dir, graph_dir)?;
-    refuse_unsupported(&cfg, dir)?;
     let model = read_model(graph)?;
     let gp = model.graph.as_ref().ok_or_else(|| Error::BadModelConfig {
         path: graph.to_path_buf(),
@@ -920,10 +952,19 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
     if !roles.tied {
         named.insert("lm_head.weight".into(), w.projection(&roles.head)?);
     }
+    // Gemma 3's blocks by its own keys (the MLP's norm is `pre_feedforward_layernorm`, the
+    // attention's output norm `post_attention_layernorm`), whose norms the builder writes as the
+    // `1 + w` they multiply by (`add_offset`): taken as they are, not shifted again.
+    let gemma = cfg.architecture == Architecture::Gemma3;
+    let keys = if gemma { BlockKeys { norm_shift: 0.0, ..gemma_keys() } } else { HF_KEYS };
     for (i, l) in roles.layers.iter().enumerate() {
         let name = |k: &str| format!("model.layers.{i}.{k}");
         named.insert(name("input_layernorm.weight"), w.plain(&l.attn_norm, 1, hidden)?);
-        named.insert(name("post_attention_layernorm.weight"), w.plain(&l.ffn_norm, 1, hidden)?);
+        named.insert(name(&format!("{}.weight", keys.ffn_norm)), w.plain(&l.ffn_norm, 1, hidden)?);
+        if let Some((attn_post, ffn_post)) = &l.post_norms {
+            named.insert(name(&format!("{}.weight", keys.attn_post_norm)), w.plain(attn_post, 1, hidden)?);
+            named.insert(name(&format!("{}.weight", keys.ffn_post_norm)), w.plain(ffn_post, 1, hidden)?);
+        }
         if let Some((qn, kn)) = &l.qk_norms {
             named.insert(name("self_attn.q_norm.weight"), w.plain(qn, 1, cfg.head_dim)?);
             named.insert(name("self_attn.k_norm.weight"), w.plain(kn, 1, cfg.head_dim)?);
@@ -963,7 +1004,7 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
         "model.norm.weight",
         "lm_head.weight",
         names,
-        HF_KEYS,
+        keys,
     )?;
     let tok_dir =
         [graph_dir, dir].into_iter().find(|d| d.join("tokenizer.json").is_file()).ok_or_else(|| Error::Tokenizer {
@@ -980,21 +1021,6 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
         quantisation: encodings(&g, &roles).join("+").to_uppercase(),
         name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
     })
-}
-
-/// The architectures whose graph the loader maps: the llama family (Llama, Mistral, SmolLM2),
-/// Qwen2 (q, k and v biases) and Qwen3 (per-head q and k norms).
-fn refuse_unsupported(cfg: &ModelConfig, dir: &Path) -> Result<()> {
-    match cfg.architecture {
-        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => Ok(()),
-        other => Err(Error::BadModelConfig {
-            path: dir.to_path_buf(),
-            detail: format!(
-                "an ONNX export of a {other:?} model is not read yet (Readout reads ONNX exports of the llama family, Qwen2 and Qwen3); \
-                 its GGUF file or safetensors directory is"
-            ),
-        }),
-    }
 }
 
 /// How the projections' weights are encoded, e.g. `["f32"]` or `["int4 blocks of 32", "f16"]`.

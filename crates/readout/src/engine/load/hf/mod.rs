@@ -18,6 +18,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The Hugging Face layout's names of a block's weights (an ONNX export's weights get them too).
+/// Gemma 3's block keys (see `gemma::KEYS`), for the ONNX loader, which names a Gemma graph's
+/// weights as a Hugging Face checkpoint does.
+pub(in crate::engine::load) fn gemma_keys() -> BlockKeys {
+    gemma::KEYS
+}
+
 pub(super) const HF_KEYS: BlockKeys = BlockKeys {
     attn_norm: "input_layernorm",
     q: "self_attn.q_proj",
