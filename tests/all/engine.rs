@@ -269,6 +269,32 @@ fn the_attention_kernel_gives_the_matmul_path_s_probabilities() {
     }
 }
 
+#[test]
+fn the_attention_kernel_on_tensor_cores_stays_near_the_matmul_path() {
+    // `--precision tf32|bf16` with `--attention kernel` on CUDA: the kernel's q·k and p·v in TF32
+    // on the tensor cores (compute capability 8.0 and later, head dims 64 and 128: the tiny
+    // models' 64). Against the matmul path at the same precision, the same texts as above:
+    // within 1e-2 of each letter probability (TF32 keeps 10 bits of each factor). Reduced
+    // precision is refused on the CPU (tested above).
+    if test_device() == DeviceRequest::Cpu {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for arch in [Architecture::Llama, Architecture::Qwen3, Architecture::Gemma3] {
+        let path = tiny(arch, "f32", &dir);
+        for precision in [Precision::Tf32, Precision::Bf16] {
+            let with = |attention| {
+                Engine::load(&path, &LoadOptions { device: test_device(), attention, precision, ..Default::default() })
+            };
+            let (m, k) = (with(AttentionPath::Matmuls).unwrap(), with(AttentionPath::Kernel).unwrap());
+            let (a, b) = (tree_probs(&m, true), tree_probs(&k, true));
+            assert_eq!(a.len(), b.len());
+            let d = a.iter().zip(&b).map(|(x, y)| max_diff(x, y)).fold(0.0, f32::max);
+            assert!(d <= 1e-2, "{arch:?} {precision:?}: largest |Δp| {d}");
+        }
+    }
+}
+
 /// The letter probabilities of a pass over units of different parents (a root, a chain of
 /// chunks, the empty prefix; stems long enough to span several of the attention kernel's tiles
 /// and chunks, and to pass a sliding window of 4), then of a read on top of a kept prefix.

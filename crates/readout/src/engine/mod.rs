@@ -264,6 +264,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         loaded.model.kv_f16 = resolved.kv_cache == KvCache::F16;
         loaded.model.tf32 = opts.precision == Precision::Tf32;
         loaded.model.attention_kernel = resolved.attention == AttentionPath::Kernel;
+        loaded.model.attention_tensor_cores = opts.precision != Precision::F32;
         loaded.model.fused_kernels = resolved.fused_kernels == FusedKernels::On;
         Ok((loaded, resolved))
     })?;

@@ -60,10 +60,12 @@ pub enum Precision {
     /// f32 operands and sums (the default, and the only one on the CPU).
     F32,
     /// f32 tensors multiplied by the tensor cores in TF32 (10-bit mantissa operands, f32 sums):
-    /// every f32 matmul of a pass, attention's included (CUDA).
+    /// every f32 matmul of a pass, attention's included, and the attention kernel's q·k and p·v
+    /// (CUDA; the kernel's TF32 form on compute capability 8.0 and later, head dims 64 and 128).
     Tf32,
     /// The block projections' weights held in bf16 and their inputs rounded to bf16 (f32 sums,
-    /// f32 outputs); attention, norms, the residual stream and the LM head stay f32 (CUDA).
+    /// f32 outputs); the attention kernel's products in TF32 as with `Tf32`; norms, softmax, the
+    /// residual stream and the LM head stay f32 (CUDA).
     Bf16,
 }
 

@@ -52,10 +52,15 @@ pub(crate) fn gated(_s: &CudaStorage, _l: &Layout, _gelu: bool) -> candle_core::
 
 pub(crate) fn tree_attention(
     _segs: &[SegmentAttention],
+    _tensor_cores: bool,
     _heads: (usize, usize, usize),
     _q: Input,
     _k: Input,
     _v: Input,
 ) -> candle_core::Result<(CudaStorage, Shape)> {
+    Err(candle_core::Error::NotCompiledWithCudaSupport)
+}
+
+pub(crate) fn bf16_product(_x: Input, _w: Input) -> candle_core::Result<(CudaStorage, Shape)> {
     Err(candle_core::Error::NotCompiledWithCudaSupport)
 }

@@ -16,10 +16,11 @@
 //! | `ProjectEncoded` | projection over weights in the file's encoding, panels decoded as it goes, or the integer kernel (`cpu/project.rs` `project_encoded`; `cpu/int8.rs` and its instruction sets' kernels) | `CustomOp1` | yes | – | – | `--weights native` and `--matmul dense` on the CPU (`Linear::new`, `Linear::join`, `Table::new`) |
 //! | `MaskedSoftmax` | attention's scaled, masked softmax in place (`cpu/fused.rs`) | `InplaceOp2` | yes | – | – | always on the CPU, attention as matmuls (`Pass::new`) |
 //! | `KvCacheF16` | an f16 KV cache widened where it is joined (`kv.rs` `cat_f32`, reads `CpuStorage`) | – | yes | – | – | `--kv-cache` (`auto`: f16 on the CPU) |
-//! | `TreeAttention` | a pass's attention in one op a layer (`ops/tree_attention.rs`; CUDA C in `cuda/kernels/`) | `CustomOp3` | yes | yes | – | `--attention` (`auto`: kernel on CUDA, matmuls on the CPU) |
+//! | `TreeAttention` | a pass's attention in one op a layer (`ops/tree_attention.rs`; CUDA C in `cuda/kernels/`: f32, or TF32 on the tensor cores with `--precision` tf32 or bf16) | `CustomOp3` | yes | yes | – | `--attention` (`auto`: kernel on CUDA, matmuls on the CPU) |
 //! | `AddRmsNorm` | the residual add and the RMSNorm after it (`ops/fused.rs`) | `CustomOp3` | reference | yes | – | `--fused-kernels` (`auto`: on on CUDA) |
 //! | `QkvHeads` | q, k and v heads first, their norms, RoPE, the query scale (`ops/fused.rs`) | `CustomOp3` | reference | yes | – | `--fused-kernels` |
 //! | `GatedActivation` | SwiGLU and GeGLU of the joint gate-and-up product (`ops/fused.rs`; the CPU's loops in `cpu/fused.rs`) | `CustomOp1` | yes | yes | – | always on the CPU; `--fused-kernels` on CUDA |
+//! | `Bf16Product` | a projection of f32 activations by bf16 weights, f32 sums and result (`ops/bf16.rs`; cuBLAS's GemmEx in `cuda/gemm.rs`) | `CustomOp2` | reference | yes | – | `--precision bf16` on CUDA (`Linear::dense_product`) |
 //!
 //! "reference": the CPU forward exists (the CUDA kernel's tests check against it) but the CPU
 //! path does not run it; it keeps candle's ops, bit for bit as before. No op has a Metal
@@ -108,12 +109,13 @@ pub(crate) enum Op {
     AddRmsNorm,
     QkvHeads,
     GatedActivation,
+    Bf16Product,
 }
 
 impl Op {
     /// Every op: what a test iterates.
     #[cfg(test)]
-    pub(crate) const ALL: [Op; 8] = [
+    pub(crate) const ALL: [Op; 9] = [
         Op::Project,
         Op::ProjectEncoded,
         Op::MaskedSoftmax,
@@ -122,6 +124,7 @@ impl Op {
         Op::AddRmsNorm,
         Op::QkvHeads,
         Op::GatedActivation,
+        Op::Bf16Product,
     ];
 
     /// The devices the op has a forward for: the `cpu_fwd` and `cuda_fwd` (and, once one is
@@ -130,7 +133,7 @@ impl Op {
     pub(crate) fn forwards(self) -> &'static [DeviceKind] {
         match self {
             Op::Project | Op::ProjectEncoded | Op::MaskedSoftmax | Op::KvCacheF16 => &[DeviceKind::Cpu],
-            Op::TreeAttention | Op::AddRmsNorm | Op::QkvHeads | Op::GatedActivation => {
+            Op::TreeAttention | Op::AddRmsNorm | Op::QkvHeads | Op::GatedActivation | Op::Bf16Product => {
                 &[DeviceKind::Cpu, DeviceKind::Cuda]
             }
         }
@@ -147,6 +150,7 @@ impl Op {
             Op::AddRmsNorm => "the fused add and norm (--fused-kernels on)",
             Op::QkvHeads => "the fused q, k and v heads (--fused-kernels on)",
             Op::GatedActivation => "the fused gated activation (--fused-kernels on)",
+            Op::Bf16Product => "the bf16 projection with an f32 result (--precision bf16)",
         }
     }
 }
@@ -173,7 +177,9 @@ pub(crate) fn route(op: Op, device: DeviceKind) -> Route {
         // the matmuls: asked for only.
         (Op::TreeAttention, Cpu) => Route::Optional { by_default: false },
         // The reference forwards: the CPU path keeps candle's ops.
-        (Op::AddRmsNorm | Op::QkvHeads, Cpu) => Route::Candle,
+        (Op::AddRmsNorm | Op::QkvHeads | Op::Bf16Product, Cpu) => Route::Candle,
+        // cuBLAS's bf16 product with an f32 result: one launch where candle's takes three.
+        (Op::Bf16Product, Cuda) => Route::Ours,
         (Op::TreeAttention | Op::AddRmsNorm | Op::QkvHeads | Op::GatedActivation, Cuda) => {
             Route::Optional { by_default: true }
         }

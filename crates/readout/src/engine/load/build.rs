@@ -164,6 +164,7 @@ pub(super) fn build(
         kv_f16: false,
         tf32: false,
         attention_kernel: false,
+        attention_tensor_cores: false,
         fused_kernels: false,
     })
 }

@@ -158,7 +158,7 @@ impl Attention {
                 mask: pass.masks.of(g, gi, self.local).clone(),
             })
             .collect();
-        ops::tree_attention(q, k, v, parts)
+        ops::tree_attention(q, k, v, parts, pass.tensor_cores)
     }
 
     /// Attention as matmuls, segment after segment: each segment's queries against its prefix's

@@ -176,8 +176,14 @@ impl Linear {
     fn dense_product(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
         match self.panels_out {
             Some(out) => project::project(&x.contiguous()?, w, out),
-            // bf16 weights (`--precision bf16`): the input rounded to bf16, the product back to f32.
-            None if w.dtype() == DType::BF16 => x.to_dtype(DType::BF16)?.matmul(&w.t()?)?.to_dtype(DType::F32),
+            // bf16 weights (`--precision bf16`): the input rounded to bf16, the products summed in
+            // f32; on CUDA one op with an f32 result (elsewhere candle's, its result rounded to bf16).
+            None if w.dtype() == DType::BF16 => {
+                match route::uses(Op::Bf16Product, DeviceKind::of(w.device()), false)? {
+                    true => crate::engine::backends::ops::bf16_product(x, w),
+                    false => x.to_dtype(DType::BF16)?.matmul(&w.t()?)?.to_dtype(DType::F32),
+                }
+            }
             None => x.matmul(&w.t()?),
         }
     }

@@ -86,6 +86,8 @@ pub(crate) struct Transformer {
     pub tf32: bool,
     /// A pass's attention in one kernel a layer (`--attention kernel`, CUDA).
     pub attention_kernel: bool,
+    /// That kernel's products on the tensor cores in TF32 (`--precision tf32|bf16`, CUDA).
+    pub attention_tensor_cores: bool,
     /// A layer's element-wise steps in fused kernels (`--fused-kernels on`, CUDA).
     pub fused_kernels: bool,
 }
@@ -160,8 +162,12 @@ impl Transformer {
         let local = self.layers.iter().any(|l| l.attention.local);
         let rope = self.rope.rows(&positions, local, &self.device)?;
         let window = self.cfg.gemma.as_ref().filter(|_| local).map(|g| g.sliding_window);
-        let running =
-            Running { kv_f16: self.kv_f16, attention_kernel: self.attention_kernel, fused_kernels: self.fused_kernels };
+        let running = Running {
+            kv_f16: self.kv_f16,
+            attention_kernel: self.attention_kernel,
+            fused_kernels: self.fused_kernels,
+            attention_tensor_cores: self.attention_tensor_cores,
+        };
         Pass::new(segs, keep, &self.cfg, &self.device, running, rope, window)
     }
 

@@ -20,6 +20,8 @@ pub(crate) struct Running {
     pub attention_kernel: bool,
     /// A layer's element-wise steps in fused kernels (CUDA).
     pub fused_kernels: bool,
+    /// The attention kernel's products on the tensor cores in TF32 (`--precision tf32|bf16`).
+    pub attention_tensor_cores: bool,
 }
 
 /// Which of our ops a pass runs (`backends/route.rs`), each where it has a forward.
@@ -66,6 +68,8 @@ pub(crate) struct Pass<'a> {
     pub cpu: bool,
     /// Attention in one kernel a layer (`--attention kernel`; on the CPU its CPU forward).
     pub kernel: bool,
+    /// That kernel's products on the tensor cores in TF32 (`--precision tf32|bf16`, CUDA).
+    pub tensor_cores: bool,
     /// The fused CUDA kernels (`--fused-kernels on`, on a CUDA GPU): the add and norm, the heads.
     pub fused: bool,
     /// The MLP's activation as our op: the CPU's fused loop, or with the fused kernels CUDA's.
@@ -137,6 +141,7 @@ impl<'a> Pass<'a> {
             cfg,
             cpu,
             kernel,
+            tensor_cores: running.attention_tensor_cores,
             fused: ops.fused,
             gated: ops.gated,
             kv_f16: ops.kv_f16,
@@ -188,7 +193,7 @@ mod tests {
     use super::*;
 
     fn running(attention_kernel: bool, fused_kernels: bool, kv_f16: bool) -> Running {
-        Running { kv_f16, attention_kernel, fused_kernels }
+        Running { kv_f16, attention_kernel, fused_kernels, attention_tensor_cores: false }
     }
 
     #[test]

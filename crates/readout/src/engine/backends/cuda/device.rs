@@ -10,7 +10,9 @@ pub(crate) fn new_device() -> std::result::Result<Device, String> {
     // (one line, not a panic report).
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let made = std::panic::catch_unwind(|| Device::new_cuda(0));
+    // A stream of our own (candle's `new_cuda` takes the legacy default stream, which
+    // synchronises with every other stream of the context).
+    let made = std::panic::catch_unwind(|| Device::new_cuda_with_stream(0));
     std::panic::set_hook(hook);
     match made {
         Ok(Ok(d)) => {

@@ -10,7 +10,7 @@ use candle_core::{Layout, Shape, Storage, Tensor};
 use std::sync::OnceLock;
 
 const SOURCE: &str = include_str!("kernels/fused.cu");
-const MODULE: &str = "readout_fused";
+pub(super) const MODULE: &str = "readout_fused";
 /// Threads a block of the add-and-norm kernel (one block a row).
 const NORM_THREADS: u32 = 256;
 /// Warps a block of the heads kernel (one warp a head of a token).
@@ -19,7 +19,7 @@ const HEAD_WARPS: u32 = 4;
 const MAX_HEAD_DIM: usize = 1024;
 
 /// The kernels' PTX, compiled by NVRTC once per process.
-fn ptx() -> candle_core::Result<&'static str> {
+pub(super) fn ptx() -> candle_core::Result<&'static str> {
     static PTX: OnceLock<Result<String, String>> = OnceLock::new();
     super::ptx(&PTX, SOURCE, "the fused kernels")
 }

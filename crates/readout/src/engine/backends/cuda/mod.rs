@@ -6,10 +6,13 @@
 
 mod device;
 mod fused;
+mod gemm;
 mod tree_attention;
+mod upload;
 
 pub(crate) use device::{bind_to_thread, free_memory, name, new_device, peak_memory};
 pub(crate) use fused::{add_rms_norm, gated, qkv_heads};
+pub(crate) use gemm::bf16_product;
 pub(crate) use tree_attention::tree_attention;
 
 use candle_core::Device;
@@ -29,8 +32,20 @@ pub(crate) fn set_tf32(dev: &Device, tf32: bool) {
 /// The PTX of a kernel source, compiled by NVRTC once a process (`cell` keeps it, or the
 /// error); `what` names the kernels in the error.
 fn ptx(cell: &'static OnceLock<Result<String, String>>, source: &str, what: &str) -> candle_core::Result<&'static str> {
+    ptx_for(cell, source, what, None)
+}
+
+/// [`ptx`] for a virtual architecture (`compute_80`: instructions older GPUs lack), or NVRTC's
+/// default.
+fn ptx_for(
+    cell: &'static OnceLock<Result<String, String>>,
+    source: &str,
+    what: &str,
+    arch: Option<&'static str>,
+) -> candle_core::Result<&'static str> {
+    use candle_core::cuda_backend::cudarc::nvrtc;
     let made = cell.get_or_init(|| {
-        candle_core::cuda_backend::cudarc::nvrtc::compile_ptx(source)
+        nvrtc::compile_ptx_with_opts(source, nvrtc::CompileOptions { arch, ..Default::default() })
             .map(|p| p.to_src())
             .map_err(|e| format!("compiling {what} with NVRTC: {e:?}"))
     });

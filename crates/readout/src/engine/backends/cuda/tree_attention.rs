@@ -11,6 +11,11 @@ use std::sync::OnceLock;
 
 const SOURCE: &str = include_str!("kernels/tree_attention.cu");
 const MODULE: &str = "readout_tree_attention";
+/// The kernel with its products on the tensor cores (`--precision tf32|bf16`).
+const SOURCE_TC: &str = include_str!("kernels/tree_attention_tc.cu");
+const MODULE_TC: &str = "readout_tree_attention_tc";
+/// Query vectors a block of the tensor-core kernel (4 warps of one m16 tile each).
+const TILE_TC: usize = 64;
 /// The kernel keeps `head_dim / 32` sums per lane in registers, at most 8.
 const MAX_HEAD_DIM: usize = 256;
 /// Warps a block (the kernel's `__launch_bounds__` allow 4), query vectors a warp (`QPW`)
@@ -30,6 +35,15 @@ fn function(hd: usize) -> &'static str {
     }
 }
 
+/// The tensor-core kernel of a head dim [`tensor_cores_take`] allows.
+fn function_tc(hd: usize) -> &'static str {
+    if hd == 64 {
+        "tree_attention_tf32_d64"
+    } else {
+        "tree_attention_tf32_d128"
+    }
+}
+
 /// A block's shared memory: its query vectors and a chunk's keys in padded rows, the chunk's
 /// values, and its probabilities (kernels/tree_attention.cu).
 fn shared_bytes(hd: usize) -> usize {
@@ -37,10 +51,31 @@ fn shared_bytes(hd: usize) -> usize {
     4 * (m * (hd + 4) + CHUNK * (hd + 4) + CHUNK * hd + m * CHUNK)
 }
 
+/// The tensor-core kernel's: its 64 query vectors and a chunk's keys in rows of `hd + 4`, the
+/// chunk's values in rows of `hd + 8`, each warp's probabilities (kernels/tree_attention_tc.cu).
+fn shared_bytes_tc(hd: usize) -> usize {
+    4 * (TILE_TC * (hd + 4) + CHUNK * (hd + 4) + CHUNK * (hd + 8) + TILE_TC * (CHUNK + 4))
+}
+
 /// The kernel's PTX, compiled by NVRTC once per process.
 fn ptx() -> candle_core::Result<&'static str> {
     static PTX: OnceLock<Result<String, String>> = OnceLock::new();
     super::ptx(&PTX, SOURCE, "the tree-attention kernel")
+}
+
+/// The tensor-core kernel's PTX, for compute capability 8.0 and later (mma.sync's TF32 form).
+fn ptx_tc() -> candle_core::Result<&'static str> {
+    static PTX: OnceLock<Result<String, String>> = OnceLock::new();
+    super::ptx_for(&PTX, SOURCE_TC, "the tree-attention kernel on the tensor cores", Some("compute_80"))
+}
+
+/// Whether the tensor-core kernel runs on this device: a head dim it is made for (64 or 128)
+/// on a GPU of compute capability 8.0 or later (A100, H100, H200, …); else the f32 kernel runs.
+fn tensor_cores_take(hd: usize, stream: &candle_core::cuda_backend::cudarc::driver::CudaStream) -> bool {
+    static AMPERE_OR_LATER: OnceLock<bool> = OnceLock::new();
+    let recent =
+        *AMPERE_OR_LATER.get_or_init(|| stream.context().compute_capability().is_ok_and(|(major, _)| major >= 8));
+    recent && (hd == 64 || hd == 128)
 }
 
 /// A contiguous f32 CUDA tensor's device address (its view's first element).
@@ -92,9 +127,11 @@ fn view<'a>(st: &'a CudaStorage, l: &Layout) -> candle_core::Result<CudaView<'a,
 }
 
 /// The launch of `ops::tree_attention`: `q [heads, S, hd]`, `k`, `v` `[kv_heads, S, hd]` of the
-/// pass, each of `segs` against its past and its own tokens, as `[S, heads, hd]`.
+/// pass, each of `segs` against its past and its own tokens, as `[S, heads, hd]`; `tensor_cores`:
+/// the products in TF32 on the tensor cores where the device and head dim allow.
 pub(crate) fn tree_attention(
     segs: &[SegmentAttention],
+    tensor_cores: bool,
     (h, kvh, hd): (usize, usize, usize),
     (s1, l1): (&CudaStorage, &Layout),
     (s2, l2): (&CudaStorage, &Layout),
@@ -113,7 +150,8 @@ pub(crate) fn tree_attention(
     // chunk the kernel cannot read in place (not rows of hd floats on 16-byte boundaries) is
     // copied, and the copy kept alive to the end of this call's stream work by `copies`.
     let group = h / kvh;
-    let tile = WARPS * PER_WARP;
+    let tc = tensor_cores && tensor_cores_take(hd, &stream);
+    let tile = if tc { TILE_TC } else { WARPS * PER_WARP };
     let mut table: Vec<u64> = Vec::with_capacity(segs.len() * 6 + (s * group).div_ceil(tile) + segs.len());
     let mut chunks: Vec<u64> = Vec::new();
     let mut copies: Vec<Tensor> = Vec::new();
@@ -156,9 +194,12 @@ pub(crate) fn tree_attention(
     if tiles == 0 {
         return Ok((CudaStorage { slice: CudaStorageSlice::F32(out), device: dev }, Shape::from((s, h, hd))));
     }
-    let table = dev.clone_htod(&table)?;
-    let func = dev.get_or_load_custom_func(function(hd), MODULE, ptx()?)?;
-    let shared = shared_bytes(hd);
+    // From page-locked memory: queued like a kernel, never waiting for the layers before it.
+    let table = super::upload::upload_u64(&stream, &table)?;
+    let (func, shared) = match tc {
+        true => (dev.get_or_load_custom_func(function_tc(hd), MODULE_TC, ptx_tc()?)?, shared_bytes_tc(hd)),
+        false => (dev.get_or_load_custom_func(function(hd), MODULE, ptx()?)?, shared_bytes(hd)),
+    };
     if shared > 48 * 1024 {
         use candle_core::cuda_backend::cudarc::driver::sys::CUfunction_attribute;
         func.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32).w()?;

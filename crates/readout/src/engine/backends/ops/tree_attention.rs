@@ -11,7 +11,9 @@
 //!
 //! The kernel is CUDA C (`backends/cuda/kernels/tree_attention.cu`), compiled at run time by
 //! NVRTC (which candle's CUDA build already loads) the first time a pass uses it; its launch is
-//! `backends/cuda/tree_attention.rs`. The CPU forward of the op is the reference: the same sums
+//! `backends/cuda/tree_attention.rs`. With `--precision tf32|bf16` its products run on the tensor
+//! cores in TF32 (`kernels/tree_attention_tc.cu`: 64 query vectors a block, mma.sync, f32 sums and
+//! softmax), where the GPU (compute capability 8.0 and later) and head dim (64, 128) allow. The CPU forward of the op is the reference: the same sums
 //! in the plain two-pass softmax, checked against the matmul path's attention in the tests below;
 //! the GPU parity test is `tests/all/engine.rs`'s
 //! `the_attention_kernel_gives_the_matmul_path_s_probabilities` (`READOUT_TEST_DEVICE=cuda`).
@@ -29,6 +31,7 @@ pub(crate) fn tree_attention(
     k: &Tensor,
     v: &Tensor,
     segs: Vec<SegmentAttention>,
+    tensor_cores: bool,
 ) -> candle_core::Result<Tensor> {
     let (h, s, hd) = q.dims3()?;
     let (kvh, _, _) = k.dims3()?;
@@ -45,7 +48,7 @@ pub(crate) fn tree_attention(
             );
         }
     }
-    let op = TreeAttention { segs, heads: h, kv_heads: kvh, head_dim: hd };
+    let op = TreeAttention { segs, heads: h, kv_heads: kvh, head_dim: hd, tensor_cores };
     q.apply_op3_no_bwd(k, v, &op)?.reshape((s, h * hd))
 }
 
@@ -54,6 +57,9 @@ struct TreeAttention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
+    /// On CUDA, the products in TF32 on the tensor cores (`--precision tf32|bf16`); the CPU
+    /// forward is f32 whatever it says.
+    tensor_cores: bool,
 }
 
 /// A contiguous f32 tensor's values (the CPU reference reads the segments' pasts and masks).
@@ -175,7 +181,7 @@ impl CustomOp3 for TreeAttention {
         l3: &Layout,
     ) -> candle_core::Result<(CudaStorage, Shape)> {
         let heads = (self.heads, self.kv_heads, self.head_dim);
-        cuda::tree_attention(&self.segs, heads, (s1, l1), (s2, l2), (s3, l3))
+        cuda::tree_attention(&self.segs, self.tensor_cores, heads, (s1, l1), (s2, l2), (s3, l3))
     }
 }
 
@@ -243,7 +249,7 @@ mod tests {
             segs.push(SegmentAttention { offset: off, len: n, past, mask });
             off += n;
         }
-        let got = tree_attention(&q, &k, &v, segs)?.to_vec2::<f32>()?;
+        let got = tree_attention(&q, &k, &v, segs, false)?.to_vec2::<f32>()?;
         let want = Tensor::cat(&want, 0)?.to_vec2::<f32>()?;
         for (a, b) in got.iter().flatten().zip(want.iter().flatten()) {
             assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
@@ -258,7 +264,7 @@ mod tests {
         let kv = Tensor::zeros((1, 3, 4), candle_core::DType::F32, &dev).unwrap();
         let mask = Tensor::zeros((3, 4), candle_core::DType::F32, &dev).unwrap();
         let segs = vec![SegmentAttention { offset: 0, len: 3, past: vec![], mask }];
-        let e = tree_attention(&q, &kv, &kv, segs).unwrap_err().to_string();
+        let e = tree_attention(&q, &kv, &kv, segs, false).unwrap_err().to_string();
         assert!(e.contains("mask of [3, 4]"), "{e}");
     }
 }

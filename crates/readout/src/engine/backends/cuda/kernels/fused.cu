@@ -116,3 +116,18 @@ extern "C" __global__ void gated_f32(
         out[i] = a * u;
     }
 }
+
+// y = x rounded to bf16 (to nearest, ties to even: what candle's cast and __float2bfloat16 give),
+// as its 16-bit pattern: the input of a bf16 product. A NaN stays a NaN.
+extern "C" __global__ void f32_to_bf16(const float* __restrict__ x, unsigned short* __restrict__ y, long long n)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned int u = __float_as_uint(x[i]);
+        if ((u & 0x7fffffffu) > 0x7f800000u) {
+            y[i] = (unsigned short)((u >> 16) | 0x40u);
+        } else {
+            u += 0x7fffu + ((u >> 16) & 1u);
+            y[i] = (unsigned short)(u >> 16);
+        }
+    }
+}
