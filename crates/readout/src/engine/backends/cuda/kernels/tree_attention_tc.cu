@@ -40,6 +40,30 @@ __device__ __forceinline__ uint4 tf32x4(float4 v)
     return make_uint4(tf32(v.x), tf32(v.y), tf32(v.z), tf32(v.w));
 }
 
+// Copy a chunk's BC rows of HD floats (row r read from rows[r], zeros where it is null) into
+// shared memory as TF32, rows ld apart: each of the block's threads loads its share into registers
+// first, then converts and stores it.
+template <int HD>
+__device__ __forceinline__ void stage_rows(const float* const* rows, unsigned* dst, int ld)
+{
+    constexpr int HD4 = HD / 4;
+    constexpr int STAGE = BC * HD4 / (TC_WARPS * 32);
+    float4 val[STAGE];
+#pragma unroll
+    for (int it = 0; it < STAGE; it++) {
+        const int idx = threadIdx.x + it * TC_WARPS * 32;
+        const int r = idx / HD4, d4 = idx - r * HD4;
+        const float* src = rows[r];
+        val[it] = src != nullptr ? ((const float4*)src)[d4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int it = 0; it < STAGE; it++) {
+        const int idx = threadIdx.x + it * TC_WARPS * 32;
+        const int r = idx / HD4, d4 = idx - r * HD4;
+        *(uint4*)(dst + r * ld + d4 * 4) = tf32x4(val[it]);
+    }
+}
+
 template <int HD>
 __device__ __forceinline__ void tree_attention_tc(
     const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
@@ -155,16 +179,11 @@ __device__ __forceinline__ void tree_attention_tc(
             vrow[threadIdx.x] = vr;
         }
         __syncthreads();
-        for (int idx = threadIdx.x; idx < BC * HD4; idx += blockDim.x) {
-            const int r = idx / HD4, d4 = idx - r * HD4;
-            float4 kk = make_float4(0.f, 0.f, 0.f, 0.f), vv = kk;
-            if (krow[r] != nullptr) {
-                kk = ((const float4*)krow[r])[d4];
-                vv = ((const float4*)vrow[r])[d4];
-            }
-            *(uint4*)(Ks + r * LDQ + d4 * 4) = tf32x4(kk);
-            *(uint4*)(Vs + r * LDV + d4 * 4) = tf32x4(vv);
-        }
+        // Every load of the chunk issued before any store (a loop of load-then-store waits for
+        // each load in turn: the compiler cannot move a global load above a shared store), keys
+        // then values, STAGE values a thread each.
+        stage_rows<HD>(krow, Ks, LDQ);
+        stage_rows<HD>(vrow, Vs, LDV);
         __syncthreads();
 
         // S = Q · Kᵀ: 4 tiles of 8 keys.
