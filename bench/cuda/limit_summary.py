@@ -48,8 +48,8 @@ MODELS = {"qwen3-0.6b-shaped": "Qwen3-0.6B-shaped (random weights)", "qwen3-4b-s
 
 
 def table(files):
-    """The GPU table of docs/gpu.md and README.md from limit-*.json result files (markdown)."""
-    out = ["| model | Readout TF32, before → now | Readout bf16, before → now | PyTorch bf16, best setup (compile) | PyTorch ÷ Readout | peak device memory |",
+    """The GPU table of docs/gpu.md from limit-*.json result files (markdown)."""
+    out = ["| model | Readout TF32, before → now | Readout bf16, before → now | PyTorch bf16, best setup (compile) | PyTorch ÷ Readout | peak device memory, Readout; PyTorch |",
            "|---|---|---|---|---|---|"]
     fmt = lambda r: f"{r['median_wall_seconds']:.3f} s" if r else "–"
     for f in files:
@@ -60,10 +60,12 @@ def table(files):
         peer_txt = (f"{best['pytorch']['wall_s']:.3f} s, {peer['compile']}" + (f" ({compile_s:.0f} s)" if compile_s else "")) if peer else "–"
         ratio = best.get("ratio_pytorch_over_readout")
         key = best["readout"]["key"] if best.get("readout") else None
-        mem = r[key]["peak_device_bytes"] / 2**30 if key else 0
+        mem = f"{r[key]['peak_device_bytes'] / 2**30:.2f} GiB" if key else "–"
+        peer_mem = peer and peer["best"].get("peak_device_bytes")
+        mem += f"; {peer_mem / 2**30:.2f} GiB" if peer_mem else "; not recorded"
         out.append(f"| {MODELS.get(d['model_label'], d['model_label'])} | {fmt(r.get('base-tf32'))} → **{fmt(r.get('new-tf32'))}** | "
                    f"{fmt(r.get('base-bf16'))} → **{fmt(r.get('new-bf16'))}** | {peer_txt} | "
-                   f"{ratio:.2f}× | {mem:.2f} GiB |" if ratio else "| – |")
+                   f"{f'{ratio:.2f}×' if ratio else '–'} | {mem} |")
     return "\n".join(out)
 
 
@@ -73,7 +75,8 @@ SHORT = {"qwen3-0.6b-shaped": "Qwen3-0.6B-shaped", "qwen3-4b-shaped": "Qwen3-4B-
 
 def short_table(files):
     """README.md's GPU table: the best of each precision, PyTorch's best compiled setup."""
-    out = ["| model | Readout TF32 | Readout bf16 | PyTorch bf16, compiled | PyTorch ÷ Readout |", "|---|---|---|---|---|"]
+    out = ["| model | Readout TF32 | Readout bf16 | PyTorch bf16, compiled | PyTorch ÷ Readout | Readout's peak device memory |",
+           "|---|---|---|---|---|---|"]
     for f in files:
         d = json.load(open(f))
         if d["model_label"] not in SHORT:
@@ -81,8 +84,9 @@ def short_table(files):
         r, best = d["readout"], d["best"]
         tf, bf = r["new-tf32"]["median_wall_seconds"], r["new-bf16"]["median_wall_seconds"]
         cell = lambda x: f"**{x:.3f} s**" if x == min(tf, bf) else f"{x:.3f} s"
+        mem = r[best["readout"]["key"]]["peak_device_bytes"] / 2**30
         out.append(f"| {SHORT[d['model_label']]} | {cell(tf)} | {cell(bf)} | {best['pytorch']['wall_s']:.3f} s | "
-                   f"{best['ratio_pytorch_over_readout']:.2f}× |")
+                   f"{best['ratio_pytorch_over_readout']:.2f}× | {mem:.2f} GiB |")
     return "\n".join(out)
 
 

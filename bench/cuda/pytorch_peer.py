@@ -48,6 +48,7 @@ import copy
 import json
 import os
 import platform
+import resource
 import sys
 import time
 
@@ -294,7 +295,12 @@ def main():
                 t_first = time.perf_counter()
                 peer.run(prompts if a.compile != "none" else prompts[: min(len(prompts), 2 * bs)], mode, bs)
                 first_s = time.perf_counter() - t_first
+                if dev.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
                 logits, timing = peer.run(prompts, mode, bs)
+                if dev.type == "cuda":
+                    # What PyTorch's allocator held at most during the timed run (weights included).
+                    timing["peak_device_bytes"] = torch.cuda.max_memory_allocated()
                 if a.compile != "none":
                     timing["compile_and_first_run_s"] = first_s
             except Exception as e:  # keep the other setups' figures
@@ -321,6 +327,7 @@ def main():
         "attn_implementation": "sdpa", "model": os.path.abspath(a.model), "gguf_file": a.gguf,
         "compile": a.compile, "pad_multiple": a.pad_multiple,
         "model_load_s": load_s, "prompts": len(prompts), "runs": runs, "best": best,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "per_prompt": [{"id": p["id"], "letter_logits": lg} for p, lg in zip(prompts, best_logits)],
     }
     with open(a.out, "w") as f:

@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex};
 /// Page-locked buffers in turn; more than a pass's layers, so that the slot written next was
 /// copied out a pass ago.
 const SLOTS: usize = 128;
-/// The size of every slot, in values (128 KiB; 16 MiB of page-locked memory for the ring): the
+/// The size every slot is made with, in values (128 KiB; 16 MiB of page-locked memory for the ring): the
 /// table of a 16,384-token pass of 100 segments on 2,000 cached chunks fits.
 const MIN_LEN: usize = 1 << 14;
 
 struct Ring {
-    slots: Vec<Option<PinnedHostSlice<u64>>>,
+    slots: Vec<PinnedHostSlice<u64>>,
     next: usize,
 }
 
@@ -41,18 +41,16 @@ pub(crate) fn upload_u64(stream: &Arc<CudaStream>, data: &[u64]) -> candle_core:
         for _ in 0..SLOTS {
             // SAFETY: a slot's values are written before any copy reads them (below).
             let made = unsafe { stream.context().alloc_pinned::<u64>(MIN_LEN) }.w()?;
-            ring.slots.push(Some(made));
+            ring.slots.push(made);
         }
     }
     let i = ring.next;
     ring.next = (i + 1) % SLOTS;
-    let slot = &mut ring.slots[i];
-    let fits = slot.as_ref().is_some_and(|p| p.len() >= len && Arc::ptr_eq(p.context(), stream.context()));
-    if !fits {
+    let pinned = &mut ring.slots[i];
+    if pinned.len() < len || !Arc::ptr_eq(pinned.context(), stream.context()) {
         // SAFETY: the buffer's values are written below before any copy reads them.
-        *slot = Some(unsafe { stream.context().alloc_pinned::<u64>(len) }.w()?);
+        *pinned = unsafe { stream.context().alloc_pinned::<u64>(len) }.w()?;
     }
-    let Some(pinned) = slot.as_mut() else { unreachable!("the slot was filled above") };
     // Waits for this buffer's previous copy (queued SLOTS uploads ago) to have run.
     pinned.as_mut_slice().w()?[..data.len()].copy_from_slice(data);
     // SAFETY: every value the kernel reads (the first `data.len()`) is copied in below.
