@@ -220,8 +220,8 @@ pub struct ModelArgs {
     /// A layer's element-wise steps on a CUDA GPU: on (the residual add with the next RMSNorm, q/k's norms with RoPE and the query scale, the MLP's activation: one kernel each; same answers within 1e-4; 5-15 % faster runs on an H200), off (candle's ops, several launches each), or auto (on on CUDA). The CPU path is the same either way.
     #[arg(long, default_value = "auto")]
     pub fused_kernels: FusedKernels,
-    /// CPU threads for the matmuls [default: all cores].
-    #[arg(long)]
+    /// CPU threads for the matmuls [default: all cores]; at most 4 a core.
+    #[arg(long, value_parser = threads)]
     pub threads: Option<usize>,
     /// The integer kernel's instructions on x86-64: auto (AMX tiles where the CPU and the system allow them, else AVX-512 VNNI) or avx512. The same answers bit for bit; docs/performance.md measures both.
     #[arg(long, default_value = "auto")]
@@ -468,4 +468,15 @@ fn hub_exit_code(err: &readout::hub::Error) -> i32 {
         H::HubNotFound { .. } | H::HubAccess { .. } | H::HubOffline { .. } | H::HubChecksum { .. } => 4,
         H::HubDownload { .. } | H::HubStopped { .. } | H::Io { .. } => 1,
     }
+}
+
+/// A number of threads: at least 1, at most 4 a core of this machine (more only slow the
+/// matmuls down, and thousands keep a server from ever listening).
+fn threads(s: &str) -> std::result::Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("`{s}` is not a number of threads"))?;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if n == 0 || n > 4 * cores {
+        return Err(format!("must be 1 to {} (4 a core; this machine has {cores}), not {n}", 4 * cores));
+    }
+    Ok(n)
 }

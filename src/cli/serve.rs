@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// (503) and stalled connections closed. Requests being decided are finished.
     #[arg(long, default_value = "5", value_parser = seconds)]
     shutdown_grace_s: Duration,
+    /// How a System One request (`POST /v1/systemone`) that names no `x_debias` reads the orders
+    /// of its options: none, cyclic (every rotation, averaged) or permutation (docs/systemone.md
+    /// says why cyclic is the default, with its measurement).
+    #[arg(long, default_value = "cyclic")]
+    debias: readout::debias::DebiasMode,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -89,6 +94,7 @@ pub fn run(a: ServeArgs) -> Result<i32> {
         read_timeout: a.read_timeout_s,
         max_connections: a.max_connections as usize,
         shutdown_grace: a.shutdown_grace_s,
+        debias: a.debias,
     };
     server::serve(engine, SocketAddr::new(a.host, a.port), options, |addr| {
         eprintln!("readout: listening on http://{addr} (model {name})");

@@ -3,6 +3,39 @@
 
 use std::path::PathBuf;
 
+/// One wrong field of a request, as TypeSafe's (and FastAPI's) 422 answer names it: where it is
+/// (`["body", "questions", "q1", "criteria"]`), what is wrong, and a machine-readable kind
+/// (`missing`, `string_type`, `too_short` …).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Invalid {
+    pub loc: Vec<Loc>,
+    pub msg: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// One step of an [`Invalid`]'s place: a key or an index.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Loc {
+    Key(String),
+    Index(usize),
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at: Vec<String> = self
+            .loc
+            .iter()
+            .map(|l| match l {
+                Loc::Key(k) => k.clone(),
+                Loc::Index(i) => i.to_string(),
+            })
+            .collect();
+        write!(f, "{}: {}", at.join("."), self.msg)
+    }
+}
+
 /// Everything the library can refuse or fail at.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -62,6 +95,11 @@ pub enum Error {
     /// what to give instead.
     #[error("{reason}")]
     Request { field: String, reason: String },
+
+    /// A System One request ([`crate::jobs::systemone`]) with wrong fields, each named by its
+    /// place in the body as TypeSafe's 422 names it.
+    #[error("the request is not valid: {}", .0.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<Invalid>),
 
     /// A result file with too little in it to fit a temperature and check it (`calibrate`).
     #[error("{path}: {rows} rows ({wrong} wrong, {right} right, {groups} groups) are too few to fit a temperature and check it on {folds} held-out folds: that needs at least {min_rows} rows, {min_errors} wrong and {min_errors} right, and a group per fold. Fit it on a larger run of the same configuration (the whole eval set, without --limit or --family)")]

@@ -70,7 +70,7 @@ pub mod jobs;
 // Tools over result files and models: benchmarks, levers, calibration fits, log-likelihoods.
 pub mod analysis;
 
-pub use error::{Error, GgufProblem, Result};
+pub use error::{Error, GgufProblem, Invalid, Loc, Result};
 
 /// File name of the default model inside `models/` (see `models/manifest`).
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";

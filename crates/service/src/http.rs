@@ -50,6 +50,8 @@ pub struct Options {
     /// After SIGINT or SIGTERM, how long bodies still arriving are waited for; then they are cut
     /// (503) and connections with no request being handled are closed.
     pub shutdown_grace: Duration,
+    /// The debias mode of a System One request that names none (`x_debias`).
+    pub debias: readout::debias::DebiasMode,
 }
 
 /// What the handlers share.
@@ -598,12 +600,14 @@ fn check_json(headers: &HeaderMap) -> Result<(), ApiError> {
     ))
 }
 
-/// GET /v1/models's answer (the shape of OpenAI's list).
+/// GET /v1/models's answer: OpenAI's list (`object`, `data`) and TypeSafe's (`models`) in one body.
 #[derive(Serialize, ToSchema)]
 struct ModelList {
     /// Always `list`.
     object: String,
     data: Vec<ModelEntry>,
+    /// TypeSafe's list: the names a System One request may give as `model`.
+    models: Vec<crate::systemone::ModelMetadata>,
 }
 
 /// The model this server decides with.
@@ -639,6 +643,7 @@ async fn models(State(s): State<Arc<AppState>>) -> Json<ModelList> {
             device: i.device.clone(),
             chat_template: i.chat_template.clone(),
         }],
+        models: crate::systemone::models(&s),
     })
 }
 
@@ -678,8 +683,8 @@ impl utoipa::Modify for Bearer {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Readout", description = "Decide rubric criteria with a small local language model by reading the logits of the answer letters."),
-    paths(score, models, health),
-    components(schemas(ScoreRequest, TextIn, ScoreResponse, TextResult, CriterionResult, OptionResult, ErrorBody, ErrorDetail, ModelList, ModelEntry, Health)),
+    paths(score, models, health, crate::systemone::systemone),
+    components(schemas(ScoreRequest, TextIn, ScoreResponse, TextResult, CriterionResult, OptionResult, ErrorBody, ErrorDetail, ModelList, ModelEntry, crate::systemone::ModelMetadata, Health)),
     modifiers(&Bearer)
 )]
 pub(crate) struct ApiDoc;

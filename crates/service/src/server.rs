@@ -5,6 +5,7 @@
 use crate::http::{self, accept, ApiDoc, ApiError, AppState, Limits, Options, Phase, Reading};
 use crate::openai;
 use crate::queue::Queue;
+use crate::systemone;
 use crate::Error;
 use axum::http::StatusCode;
 use axum::middleware;
@@ -59,6 +60,7 @@ fn router(state: Arc<AppState>) -> Router {
     let keyed = Router::new()
         .merge(http::routes())
         .merge(openai::routes())
+        .merge(systemone::routes())
         .route_layer(middleware::from_fn_with_state(state.clone(), http::auth));
     Router::new()
         .merge(keyed)
@@ -73,6 +75,7 @@ fn router(state: Arc<AppState>) -> Router {
             }
         })
         .layer(middleware::from_fn_with_state(state.clone(), http::check_host))
+        .layer(middleware::from_fn(systemone::typesafe_errors))
         .layer(middleware::from_fn(http::log))
         .with_state(state)
 }

@@ -64,6 +64,21 @@ pub const LETTERS: [&str; 26] = [
     "X", "Y", "Z",
 ];
 
+/// The most options a criterion may have: a letter each up to 26 ([`LETTERS`]), beyond that a
+/// two-letter code each (`AA`, `AB` … [`code`]), as TypeSafe's System One allows up to 255.
+pub const MAX_CODES: usize = 255;
+
+/// The code option `slot` of `n` is shown as: its letter when `n` is at most 26, else two letters
+/// (`AA` … `ZZ`), so that no code is the start of another and each is read as one branch of the
+/// prompt tree ([`Engine::answer_codes`]).
+pub fn code(slot: usize, n: usize) -> String {
+    if n <= LETTERS.len() {
+        LETTERS[slot % LETTERS.len()].to_string()
+    } else {
+        format!("{}{}", LETTERS[(slot / LETTERS.len()) % LETTERS.len()], LETTERS[slot % LETTERS.len()])
+    }
+}
+
 /// What a result file records about the model.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelInfo {
@@ -473,6 +488,45 @@ impl Engine {
             ids.push(with[prompt_ids.len()]);
         }
         Ok(ids)
+    }
+
+    /// The token ids of the first `n` codes ([`code`]) as they follow `prompt`: one token each up
+    /// to 26 options (the letters, as [`Engine::answer_tokens`]), else one or two each, checked so
+    /// that `encode(prompt + code) == encode(prompt) + ids`. Two-letter codes have the same
+    /// length, so none is the start of another: a code's first token either ends it or opens a
+    /// branch on which its second token is read.
+    pub fn answer_codes(
+        &self,
+        prompt: &str,
+        prompt_ids: &[u32],
+        n: usize,
+        cache: &LetterCache,
+    ) -> Result<Vec<Vec<u32>>> {
+        if n <= LETTERS.len() {
+            return Ok(self.answer_tokens_cached(prompt, prompt_ids, n, cache)?.into_iter().map(|t| vec![t]).collect());
+        }
+        if n > MAX_CODES {
+            return Err(Error::Config(format!("{n} options; at most {MAX_CODES} can be given a code")));
+        }
+        (0..n)
+            .map(|slot| {
+                let c = code(slot, n);
+                let with = self.tokenizer.encode(&format!("{prompt}{c}"))?;
+                let extra = with.len().saturating_sub(prompt_ids.len());
+                if !(1..=2).contains(&extra) || with[..prompt_ids.len()] != *prompt_ids {
+                    return Err(Error::LetterNotSingleToken {
+                        path: self.tokenizer.path().to_path_buf(),
+                        letter: c,
+                        detail: format!(
+                            "the code must follow the prompt as one or two tokens of its own; the prompt's {} tokens become {}",
+                            prompt_ids.len(),
+                            with.len()
+                        ),
+                    });
+                }
+                Ok(with[prompt_ids.len()..].to_vec())
+            })
+            .collect()
     }
 
     /// Compute `tokens` on top of `parent`, giving a longer prefix. `parent` is unchanged.

@@ -465,11 +465,11 @@ mod tests {
         let (_, f, r) = refused(one);
         assert_eq!(f, "options");
         assert!(r.contains("at least 2"), "{r}");
-        let many: Vec<String> = (0..27).map(|i| format!(r#"{{"id":"o{i}","description":"d"}}"#)).collect();
+        let many: Vec<String> = (0..256).map(|i| format!(r#"{{"id":"o{i}","description":"d"}}"#)).collect();
         let line = format!(r#"{{"id":"a","state":"S","question":"Q","options":[{}],"label":0}}"#, many.join(","));
         let (_, f, r) = refused(&line);
         assert_eq!(f, "options");
-        assert!(r.contains("27 options"), "{r}");
+        assert!(r.contains("256 options"), "{r}");
         let (_, f, _) = refused(r#"{"id":"a","state":"S","question":"Q","options":{"x":"X"},"label":0}"#);
         assert_eq!(f, "options");
         let (_, f, _) = refused(

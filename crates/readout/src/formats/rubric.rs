@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// The most options a criterion may have: one letter each, `A` to `Z`.
-pub const MAX_OPTIONS: usize = 26;
+/// The most options a criterion may have: one letter each up to 26, then a two-letter code each
+/// ([`crate::engine::code`]), up to System One's 255.
+pub const MAX_OPTIONS: usize = crate::engine::MAX_CODES;
 
 /// How a criterion's options are formed and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,27 +108,46 @@ impl Question {
                 })?;
                 let mut options = Vec::with_capacity(map.len());
                 for (id, d) in map {
-                    let description =
-                        d.as_str().ok_or_else(|| FieldError::new(at(&format!("criteria.{id}")), "must be a string"))?;
+                    // An option without a description is read by its name alone.
+                    let description = match d {
+                        serde_json::Value::Null => id.as_str(),
+                        d => d.as_str().ok_or_else(|| {
+                            FieldError::new(at(&format!("criteria.{id}")), "must be a string or null")
+                        })?,
+                    };
                     options.push(OptionSpec { id: id.clone(), description: description.to_string() });
                 }
                 (options, None)
             }
             QuestionKind::Noul => {
-                let rule = match &self.criteria {
-                    serde_json::Value::Null => None,
-                    serde_json::Value::String(s) if s.trim().is_empty() => None,
-                    serde_json::Value::String(s) => Some(s.clone()),
+                // A rule text, or System One's object form: what counts as yes and as no, each
+                // shown beside its option (`Yes: …`, `No: …`).
+                let (rule, yes, no) = match &self.criteria {
+                    serde_json::Value::Null => (None, None, None),
+                    serde_json::Value::String(s) if s.trim().is_empty() => (None, None, None),
+                    serde_json::Value::String(s) => (Some(s.clone()), None, None),
+                    serde_json::Value::Object(o) if o.keys().all(|k| k == "true" || k == "false") => {
+                        let side = |k: &str| -> std::result::Result<Option<String>, FieldError> {
+                            match o.get(k) {
+                                None | Some(serde_json::Value::Null) => Ok(None),
+                                Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(None),
+                                Some(serde_json::Value::String(s)) => Ok(Some(s.trim().to_string())),
+                                Some(_) => Err(FieldError::new(at(&format!("criteria.{k}")), "must be a string or null")),
+                            }
+                        };
+                        (None, side("true")?, side("false")?)
+                    }
                     _ => {
                         return Err(FieldError::new(
                             at("criteria"),
-                            "must be a rule text (string) or absent for a `noul` question",
+                            "must be a rule text (string), an object with `true` and/or `false` descriptions, or absent for a `noul` question",
                         ))
                     }
                 };
+                let shown = |word: &str, d: Option<String>| d.map_or(word.to_string(), |d| format!("{word}: {d}"));
                 let options = vec![
-                    OptionSpec { id: "yes".into(), description: "Yes".into() },
-                    OptionSpec { id: "no".into(), description: "No".into() },
+                    OptionSpec { id: "yes".into(), description: shown("Yes", yes) },
+                    OptionSpec { id: "no".into(), description: shown("No", no) },
                 ];
                 (options, rule)
             }
@@ -162,7 +182,10 @@ pub fn check_options(options: &[OptionSpec]) -> std::result::Result<(), String> 
         return Err(format!("has {} option(s); a criterion needs at least 2", options.len()));
     }
     if options.len() > MAX_OPTIONS {
-        return Err(format!("has {} options; at most {MAX_OPTIONS} fit the letters A-Z", options.len()));
+        return Err(format!(
+            "has {} options; at most {MAX_OPTIONS} can be given a code (letters A-Z, then AA, AB …)",
+            options.len()
+        ));
     }
     for (i, o) in options.iter().enumerate() {
         if o.id.trim().is_empty() {

@@ -13,3 +13,4 @@ pub mod run;
 pub mod score;
 pub mod scored;
 pub mod shard;
+pub mod systemone;

@@ -35,14 +35,44 @@ pub struct Priors {
     pub batch: BTreeMap<usize, Vec<Vec<f64>>>,
 }
 
+/// The slot probabilities of real prompt `pi`: the softmax of its letters' logits, or past 26
+/// options the product of each code's tokens' probabilities, the first read on the prompt and
+/// the second on the [`Variant::Code`] branch of the first, each a softmax over the tokens that
+/// may come there. The codes' probabilities sum to one, as the letters' do.
+pub fn slot_probs(planned: &Planned, readings: &HashMap<usize, Reading>, pi: usize) -> Option<Vec<f64>> {
+    let spec = &planned.prompts[pi];
+    let first = softmax(&readings.get(&pi)?.logits);
+    if spec.codes.is_empty() {
+        return Some(first);
+    }
+    let Variant::Real(k) = spec.variant else { return Some(first) };
+    // The branches follow their prompt ([`crate::pipeline::plan`]).
+    let mut branches: HashMap<usize, Vec<f64>> = HashMap::new();
+    for (bi, b) in planned.prompts.iter().enumerate().skip(pi + 1) {
+        match b.variant {
+            Variant::Code(kk, f) if b.row == spec.row && kk == k => {
+                branches.insert(f, softmax(&readings.get(&bi)?.logits));
+            }
+            _ => break,
+        }
+    }
+    spec.codes
+        .iter()
+        .map(|&(f, second)| match second {
+            None => first.get(f).copied(),
+            Some(j) => Some(first.get(f)? * branches.get(&f)?.get(j)?),
+        })
+        .collect()
+}
+
 /// Batch calibration's priors: by option count and rotation, the mean slot probabilities of
 /// every row's reading under that rotation (every row of the job, done or not).
 pub fn batch_prior(planned: &Planned, readings: &HashMap<usize, Reading>) -> BTreeMap<usize, Vec<Vec<f64>>> {
     let mut by: BTreeMap<usize, BTreeMap<usize, Vec<Vec<f64>>>> = BTreeMap::new();
     for (pi, spec) in planned.prompts.iter().enumerate() {
-        let (Variant::Real(k), Some(r)) = (spec.variant, readings.get(&pi)) else { continue };
+        let (Variant::Real(k), Some(p)) = (spec.variant, slot_probs(planned, readings, pi)) else { continue };
         let n = planned.row_orderings[spec.row].first().map_or(0, Vec::len);
-        by.entry(n).or_default().entry(k).or_default().push(softmax(&r.logits));
+        by.entry(n).or_default().entry(k).or_default().push(p);
     }
     by.into_iter().map(|(n, ks)| (n, ks.into_values().map(|rows| debias::batch_prior(&rows)).collect())).collect()
 }
@@ -56,8 +86,8 @@ pub fn pride_prior(planned: &Planned, readings: &HashMap<usize, Reading>) -> BTr
             .prompts
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.row == ri)
-            .filter_map(|(pi, _)| readings.get(&pi).map(|r| softmax(&r.logits)))
+            .filter(|(_, s)| s.row == ri && matches!(s.variant, Variant::Real(_)))
+            .filter_map(|(pi, _)| slot_probs(planned, readings, pi))
             .collect();
         if probs.len() == ords.len() {
             by_n.entry(ords[0].len()).or_default().push((ords.clone(), probs));
@@ -86,7 +116,7 @@ pub fn combine_row(
         let Some((pi, spec)) = mine.iter().find(|(_, s)| s.variant == Variant::Real(k)) else { continue };
         let reading = readings.get(pi).cloned().unwrap_or_default();
         let slot_probs = match config.mode {
-            Mode::Readout => softmax(&reading.logits),
+            Mode::Readout => slot_probs(planned, readings, *pi).unwrap_or_else(|| softmax(&reading.logits)),
             Mode::Generate => {
                 generated = Some(reading.parsed.map(|s| ord[s]));
                 (0..n).map(|s| if reading.parsed == Some(s) { 1.0 } else { 0.0 }).collect()

@@ -710,6 +710,7 @@ mod tests {
                         text: String::new(),
                         tokens,
                         letters: vec![7, 8, 9],
+                        codes: vec![],
                         sha: String::new(),
                     });
                 }

@@ -9,7 +9,7 @@ use crate::config::RunConfig;
 use crate::error::{Error, Result};
 use crate::formats::evalset::EvalSet;
 use crate::formats::rubric::{Criterion, Rubric};
-use crate::pipeline::prompt::{self, Shot, LETTERS};
+use crate::pipeline::prompt::{self, Shot};
 use std::path::{Path, PathBuf};
 
 /// One row to decide: a state with one criterion.
@@ -233,7 +233,7 @@ fn choose_shots(rows: &[Row<'_>], config: &RunConfig, path: &Path) -> Result<Sho
                 let ident: Vec<usize> = (0..r.criterion.options.len()).collect();
                 Shot {
                     user: prompt::user_turn_in(config.prompt_version, r.state, r.criterion, &ident),
-                    answer: LETTERS[r.gold.unwrap_or(0)].to_string(),
+                    answer: prompt::code(r.gold.unwrap_or(0), r.criterion.options.len()),
                 }
             })
             .collect()

@@ -97,7 +97,7 @@ pub fn execute<F: Forward>(
     let mut remaining: HashMap<usize, usize> = HashMap::new();
     let mut todo: Vec<usize> = Vec::new();
     for (pi, s) in prompts.iter().enumerate() {
-        if matches!(s.variant, Variant::Real(_)) && !planned.pride_sample.contains(&s.row) {
+        if matches!(s.variant, Variant::Real(_) | Variant::Code(..)) && !planned.pride_sample.contains(&s.row) {
             if !is_done(pi) {
                 *remaining.entry(s.row).or_default() += 1;
             }
@@ -148,7 +148,8 @@ fn execute_batch<F: Forward>(
 ) -> Result<Tally> {
     let prompts = &planned.prompts;
     let mut readings: HashMap<usize, Reading> = HashMap::new();
-    let idx: Vec<usize> = (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::Real(_))).collect();
+    let idx: Vec<usize> =
+        (0..prompts.len()).filter(|&i| matches!(prompts[i].variant, Variant::Real(_) | Variant::Code(..))).collect();
     let before = tally.clone();
     let w = exec::exec(model, config, opts, prompts, &idx, shape, &|_| false, &mut readings, &mut |_, _| {
         on_rows(Vec::new(), &before)

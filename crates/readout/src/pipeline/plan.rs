@@ -14,7 +14,7 @@ use crate::debias::{self, DebiasMode, CONTENT_FREE};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::pipeline::input::{Job, Row};
-use crate::pipeline::prompt::{self, LETTERS};
+use crate::pipeline::prompt;
 use crate::truncate::{fit_middle, Truncate};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -27,6 +27,9 @@ pub enum Variant {
     Real(usize),
     /// Content-free state `s` in ordering `k` (calibration).
     ContentFree(usize, usize),
+    /// Ordering `k`'s prompt followed by the first token `f` (an index into its `letters`) of
+    /// two-token codes: the branch on which those codes' second tokens are read.
+    Code(usize, usize),
 }
 
 /// One prompt, rendered and tokenized, with the letter tokens read at its end.
@@ -39,6 +42,10 @@ pub struct Prompt {
     pub letters: Vec<u32>,
     /// sha256 of `text`, recorded per ordering.
     pub sha: String,
+    /// Past 26 options ([`crate::engine::code`]), how each slot's code is read: the index of
+    /// its first token in `letters`, and of its second in the letters of the [`Variant::Code`]
+    /// branch on that first token, if it has one. Empty for letters (slot `s` is `letters[s]`).
+    pub codes: Vec<(usize, Option<usize>)>,
 }
 
 /// Every prompt of a job's rows, in order: per row, per ordering, the real prompt, then its
@@ -75,13 +82,17 @@ impl Planned {
     pub fn rendered(&self, job: &Job<'_>) -> Vec<RenderedPrompt> {
         self.prompts
             .iter()
+            // A code's branch is its prompt and a token: no prompt of its own.
+            .filter(|s| !matches!(s.variant, Variant::Code(..)))
             .map(|s| {
                 let r = &job.rows[s.row];
                 let id = match s.variant {
                     Variant::Real(k) => format!("{}#{k}", r.id),
                     Variant::ContentFree(si, k) => format!("{}#{k}#cf{si}", r.id),
+                    Variant::Code(k, f) => format!("{}#{k}#code{f}", r.id),
                 };
-                let letters = LETTERS[..r.criterion.options.len()].iter().map(|l| l.to_string()).collect();
+                let n = r.criterion.options.len();
+                let letters = (0..n).map(|slot| prompt::code(slot, n)).collect();
                 RenderedPrompt { id, prompt: s.text.clone(), letters }
             })
             .collect()
@@ -200,24 +211,35 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
             }
             drafts = fitted;
         }
-        let finish = |row: usize, variant: Variant, text: String, tokens: Vec<u32>| -> Result<Prompt> {
-            let letters = engine.answer_tokens_cached(&text, &tokens, rows[row].criterion.options.len(), &letters)?;
+        let finish = |row: usize, variant: Variant, text: String, tokens: Vec<u32>| -> Result<Vec<Prompt>> {
+            let n = rows[row].criterion.options.len();
             let sha = crate::hash::sha256_bytes(text.as_bytes());
-            Ok(Prompt { row, variant, text, tokens, letters, sha })
+            if n <= prompt::LETTERS.len() {
+                let letters = engine.answer_tokens_cached(&text, &tokens, n, &letters)?;
+                return Ok(vec![Prompt { row, variant, text, tokens, letters, sha, codes: vec![] }]);
+            }
+            if !matches!(variant, Variant::Real(_)) {
+                return Err(Error::Config(format!(
+                    "{n} options are read as two-letter codes, which `{}` does not take; use `none` or `cyclic`",
+                    config.debias
+                )));
+            }
+            code_prompts(engine.answer_codes(&text, &tokens, n, &letters)?, row, variant, text, tokens, sha)
         };
         // Per row, per ordering: the real prompt, then its content-free calibration prompts.
         for d in drafts {
-            specs.push(finish(d.row, Variant::Real(d.k), d.text, d.tokens)?);
+            specs.extend(finish(d.row, Variant::Real(d.k), d.text, d.tokens)?);
             if config.debias == DebiasMode::Calibrate {
                 let ord = &row_orderings[d.row][d.k];
                 for (si, cf) in CONTENT_FREE.iter().enumerate() {
                     let text = render(&rows[d.row], cf, ord)?;
                     let tokens = engine.tokenizer().encode(&text)?;
-                    let spec = finish(d.row, Variant::ContentFree(si, d.k), text, tokens)?;
-                    if spec.tokens.len() > budget {
-                        return Err(too_long(d.row, d.k, spec.tokens.len(), true)?);
+                    for spec in finish(d.row, Variant::ContentFree(si, d.k), text, tokens)? {
+                        if spec.tokens.len() > budget {
+                            return Err(too_long(d.row, d.k, spec.tokens.len(), true)?);
+                        }
+                        specs.push(spec);
                     }
-                    specs.push(spec);
                 }
             }
         }
@@ -233,6 +255,59 @@ pub fn plan(engine: &Engine, job: &Job<'_>, config: &RunConfig) -> Result<Planne
         cuts.extend(c);
     }
     Ok(Planned { prompts, row_orderings, pride_sample, cuts })
+}
+
+/// The prompts that read codes ([`crate::engine::code`]): the real prompt, reading every code's
+/// first token, then per first token that opens two-token codes a [`Variant::Code`] branch
+/// reading their second tokens. P(code) is then the product of its tokens' probabilities, each
+/// among the tokens that may come there ([`crate::pipeline::combine`]).
+fn code_prompts(
+    codes: Vec<Vec<u32>>,
+    row: usize,
+    variant: Variant,
+    text: String,
+    tokens: Vec<u32>,
+    sha: String,
+) -> Result<Vec<Prompt>> {
+    let Variant::Real(k) = variant else { return Err(Error::Config("codes are read on a real prompt".into())) };
+    let mut firsts: Vec<u32> = Vec::new();
+    let mut seconds: Vec<Vec<u32>> = Vec::new();
+    let mut map = Vec::with_capacity(codes.len());
+    for c in &codes {
+        let f = match firsts.iter().position(|&t| t == c[0]) {
+            Some(f) => f,
+            None => {
+                firsts.push(c[0]);
+                seconds.push(Vec::new());
+                firsts.len() - 1
+            }
+        };
+        let second = c.get(1).map(|&t| {
+            seconds[f].push(t);
+            seconds[f].len() - 1
+        });
+        map.push((f, second));
+    }
+    // A first token that ends one code and opens another would make the codes ambiguous.
+    if map.iter().any(|&(f, s)| s.is_none() && !seconds[f].is_empty()) {
+        return Err(Error::Config("the model's tokenizer makes one option code the start of another".into()));
+    }
+    let mut out = Vec::with_capacity(1 + firsts.len());
+    for (f, second) in seconds.into_iter().enumerate().filter(|(_, s)| !s.is_empty()) {
+        let mut branch = tokens.clone();
+        branch.push(firsts[f]);
+        out.push(Prompt {
+            row,
+            variant: Variant::Code(k, f),
+            text: String::new(),
+            tokens: branch,
+            letters: second,
+            sha: sha.clone(),
+            codes: vec![],
+        });
+    }
+    out.insert(0, Prompt { row, variant, text, tokens, letters: firsts, sha, codes: map });
+    Ok(out)
 }
 
 /// Length of the longest common prefix of `seqs`, leaving at least `keep` tokens of each.

@@ -10,7 +10,7 @@ pub use crate::engine::template::{ChatTemplate, Message};
 use crate::formats::rubric::{Criterion, QuestionKind};
 
 pub use crate::config::{PromptVersion, PROMPT_VERSION};
-pub use crate::engine::LETTERS;
+pub use crate::engine::{code, LETTERS};
 
 const SYSTEM: &str = "You judge texts. Read the text and the question, then answer with the letter of exactly one option and nothing else.";
 
@@ -45,13 +45,15 @@ pub fn user_turn_in(version: PromptVersion, state: &str, criterion: &Criterion, 
         s.push_str("\n(The options are levels, lowest first.)");
     }
     s.push_str("\n\nOptions:\n");
+    let n = ordering.len();
     for (slot, &opt) in ordering.iter().enumerate() {
-        s.push_str(LETTERS[slot]);
+        s.push_str(&code(slot, n));
         s.push_str(". ");
         s.push_str(criterion.options[opt].description.trim());
         s.push('\n');
     }
-    s.push_str("\nAnswer with one letter.");
+    // Past 26 options the codes are two letters ([`code`]).
+    s.push_str(if n <= LETTERS.len() { "\nAnswer with one letter." } else { "\nAnswer with one code." });
     s
 }
 
@@ -70,7 +72,7 @@ fn terse_user_turn(state: &str, criterion: &Criterion, ordering: &[usize]) -> St
     }
     for (slot, &opt) in ordering.iter().enumerate() {
         s.push('\n');
-        s.push_str(LETTERS[slot]);
+        s.push_str(&code(slot, ordering.len()));
         s.push_str(". ");
         s.push_str(criterion.options[opt].description.trim());
     }
