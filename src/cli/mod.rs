@@ -4,6 +4,7 @@
 mod bench;
 mod calibrate;
 mod completions;
+mod decide;
 mod derive;
 mod jury;
 mod labels;
@@ -64,6 +65,8 @@ enum Command {
     Labels(labels::LabelsArgs),
     /// Decide each criterion of a rubric for one text or many.
     Score(score::ScoreArgs),
+    /// Decide a System One request (TypeSafe's /v1/systemone body) and print its answer.
+    Decide(decide::DecideArgs),
     /// Print the exact prompts a run would score (JSON Lines), for feeding peers.
     Prompts(prompts::PromptsArgs),
     /// Re-encode a GGUF model's weights (f32, f16, q8_0, q4_0, q4_1, q4_k, q6_k).
@@ -354,6 +357,7 @@ pub fn run() -> Result<i32> {
         .try_init();
     match cli.command {
         Command::Score(a) => score::run(a),
+        Command::Decide(a) => decide::run(a),
         Command::Run(a) => run::run_cmd(a),
         Command::Compare(a) => report::compare_cmd(a),
         Command::Calibrate(a) => calibrate::run(a),
@@ -452,7 +456,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             | E::ChatTemplate { .. }
             | E::NoChatTemplate { .. },
         ) => 4,
-        Some(E::Config(_) | E::Request { .. }) => 2,
+        Some(E::Config(_) | E::Request { .. } | E::Invalid(_)) => 2,
         Some(E::ContextOverflow { .. } | E::PromptTooLong { .. }) => 5,
         Some(E::Device { .. }) => 6,
         _ => 1,

@@ -7,9 +7,12 @@
 
 use crate::queue::{Failed, Queue};
 use crate::Error;
+use readout::config::RunConfig;
+use readout::debias::DebiasMode;
 use readout::engine::Engine;
 use readout::jobs::request::{Policy, ScoreRequest};
 use readout::jobs::score::TextResult;
+use readout::jobs::systemone::{SystemOneRequest, SystemOneResponse, Usage, ALIAS};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler, ServiceExt};
@@ -56,6 +59,22 @@ pub struct ScoreParams {
     /// Cut a text too long for the model's context from the middle instead of refusing it.
     #[serde(default)]
     pub truncate_middle: bool,
+}
+
+/// The `decide` tool's input: a System One request, checked by the library's
+/// [`SystemOneRequest`] (`model` may be left out: this server has one).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DecideParams {
+    /// The state the questions are about: a string, or any JSON value (read as its JSON text).
+    pub state: serde_json::Value,
+    /// The questions by id: each `{"type": "choice"|"noul"|"score", "instructions"?, "criteria"}`.
+    pub questions: serde_json::Map<String, serde_json::Value>,
+    /// The model's name, or `jev-latest`; this server has one model either way.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// How the orders of the options are read: none, cyclic (the default) or permutation.
+    #[serde(default)]
+    pub x_debias: Option<String>,
 }
 
 /// A rubric inline or by path (the schema of [`ScoreParams::rubric`]).
@@ -139,6 +158,27 @@ impl Judge {
         })
     }
 
+    /// Decide a System One request.
+    #[tool(
+        description = "Decide a System One request (TypeSafe's /v1/systemone body: `state`, a string or JSON value, and `questions`, a map from id to a `choice` (criteria: option name -> description or null), `noul` (yes/no; optional criteria {\"true\": ..., \"false\": ...}) or `score` (criteria: 2-10 levels, lowest first) question; optional `x_debias`: none, cyclic or permutation) with Readout's local judge model. Returns TypeSafe's answer: `answers` by question id (choice: choice, confidence, probabilities; noul: the probability of yes; score: the expected level, confidence, legend, probabilities), `usage` and Readout's `x_` fields."
+    )]
+    async fn decide(
+        &self,
+        Parameters(p): Parameters<DecideParams>,
+        cancelled: CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let decided = self.decide_queued(p, cancelled).await;
+        Ok(match decided {
+            Ok(answer) => {
+                let value = serde_json::to_value(&answer).map_err(internal)?;
+                let mut r = CallToolResult::structured(value.clone());
+                r.content = vec![ContentBlock::text(value.to_string())];
+                r
+            }
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+        })
+    }
+
     /// The model this server decides with.
     #[tool(
         description = "The model this Readout server loaded and decides with: its name, path, architecture, shape, quantisation, chat template and device."
@@ -176,6 +216,40 @@ impl Judge {
     }
 }
 
+impl Judge {
+    /// The System One request read, queued and answered, as `decide` in [`readout::jobs::systemone`].
+    async fn decide_queued(&self, p: DecideParams, cancelled: CancellationToken) -> Result<SystemOneResponse, String> {
+        let body = serde_json::json!({
+            "model": p.model.unwrap_or_else(|| ALIAS.to_string()),
+            "state": p.state,
+            "questions": p.questions,
+            "x_debias": p.x_debias,
+        });
+        let request = SystemOneRequest::from_value(body).map_err(|e| e.to_string())?;
+        let config = RunConfig::builder().build().map_err(|e| e.to_string())?;
+        let job = request.job(config, DebiasMode::Cyclic).map_err(|e| e.to_string())?;
+        let debias = job.config.debias;
+        let engine = self.engine.clone();
+        let usage = Usage { input_tokens: request.input_tokens(&engine).map_err(|e| e.to_string())?, output_tokens: 0 };
+        let pending = self
+            .queue
+            .submit(crate::queue::Job::Score(Box::new(job)))
+            .map_err(|_| "the server is busy or stopping; try again".to_string())?;
+        let answer = tokio::select! {
+            a = pending.scored() => a,
+            () = cancelled.cancelled() => return Err("the request was cancelled".into()),
+        };
+        let results = match answer {
+            Ok(results) => results,
+            Err(Failed::Request(e)) => return Err(e.to_string()),
+            Err(Failed::Batch(msg)) => return Err(msg),
+            Err(Failed::Dropped) => return Err("the queue dropped the request".into()),
+        };
+        let result = results.first().ok_or("the state was not decided")?;
+        Ok(request.response(&engine.info().name, result, usage, debias))
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Judge {
     fn get_info(&self) -> ServerConfig {
@@ -183,7 +257,8 @@ impl ServerHandler for Judge {
             .with_server_info(Implementation::new("readout", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Readout decides rubric criteria with a small local model by reading the answer letters' \
-                 logits. Call `score` with a rubric (JSON object with `questions`, or a file path) and texts.",
+                 logits. Call `score` with a rubric (JSON object with `questions`, or a file path) and texts, \
+                 or `decide` with a System One request (`state` and typed `questions`).",
             )
     }
 }

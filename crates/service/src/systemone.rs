@@ -226,7 +226,7 @@ async fn decide(s: &Arc<AppState>, headers: &HeaderMap, body: Body) -> Result<Re
             )));
         }
         let input_tokens = request.input_tokens(&engine).map_err(refused)?;
-        let usage = Usage { input_tokens, output_tokens: request.questions.len() };
+        let usage = Usage { input_tokens, output_tokens: 0 };
         Ok((request, usage))
     })
     .await

@@ -34,6 +34,8 @@ use serde_json::{Map, Value};
 pub const MAX_CHOICE_OPTIONS: usize = crate::engine::MAX_CODES;
 /// The fewest and most levels of a `score` question.
 pub const SCORE_LEVELS: std::ops::RangeInclusive<usize> = 2..=10;
+/// The most options a question may have for a shell's default debias mode to apply.
+pub const DEFAULT_DEBIAS_OPTIONS: usize = 10;
 /// The model name every System One client may send (the SDKs' default).
 pub const ALIAS: &str = "jev-latest";
 
@@ -180,17 +182,28 @@ impl SystemOneRequest {
         Rubric { name: "systemone".into(), criteria: self.questions.iter().map(|q| q.criterion.clone()).collect() }
     }
 
-    /// Whether every question has at most 26 options: past that, codes of two letters are read,
-    /// and the orderings of a debias mode would each cost a prompt as long as the options.
-    pub fn letters_only(&self) -> bool {
-        self.questions.iter().all(|q| q.criterion.options.len() <= crate::engine::LETTERS.len())
+    /// The most options of any question.
+    pub fn widest(&self) -> usize {
+        self.questions.iter().map(|q| q.criterion.options.len()).max().unwrap_or(0)
+    }
+
+    /// The debias mode this request is read with: its `x_debias` while every question has at
+    /// most 26 options (past that, codes of two letters are read, and each ordering would cost a
+    /// prompt as long as the options), else the shell's `default` while every question has at
+    /// most [`DEFAULT_DEBIAS_OPTIONS`] (each ordering costs a prompt, so a default does not
+    /// multiply a long list's work unasked), else `none`. The answer says which (`x_debias`).
+    pub fn debias_mode(&self, default: DebiasMode) -> DebiasMode {
+        match self.debias {
+            Some(d) if self.widest() <= crate::engine::LETTERS.len() => d,
+            None if self.widest() <= DEFAULT_DEBIAS_OPTIONS => default,
+            _ => DebiasMode::None,
+        }
     }
 
     /// The job that decides this request: the state as the one text, each question a criterion,
-    /// under `config` with this request's `x_debias` (or `default`) as its debias mode —
-    /// `none` where a question has more than 26 options ([`Self::letters_only`]).
+    /// under `config` with [`Self::debias_mode`].
     pub fn job(&self, mut config: RunConfig, default: DebiasMode) -> Result<ScoreJob> {
-        config.debias = if self.letters_only() { self.debias.unwrap_or(default) } else { DebiasMode::None };
+        config.debias = self.debias_mode(default);
         crate::jobs::score::check_config(&config)?;
         Ok(ScoreJob {
             rubric: self.rubric(),
@@ -249,6 +262,29 @@ impl SystemOneRequest {
         }
         SystemOneResponse { model: model.to_string(), answers, usage, x_debias: debias.to_string() }
     }
+}
+
+/// Decide a request on `engine` alone (the CLI's `decide`, Python's `Judge.decide`; a server
+/// batches requests through [`crate::jobs::score::score_requests`] instead, with the same bits):
+/// its job under `config` ([`SystemOneRequest::job`]), its usage and its answer.
+pub fn decide(
+    engine: &Engine,
+    request: &SystemOneRequest,
+    config: RunConfig,
+    default: DebiasMode,
+) -> Result<SystemOneResponse> {
+    let job = request.job(config, default)?;
+    let usage = Usage { input_tokens: request.input_tokens(engine)?, output_tokens: 0 };
+    let results = crate::jobs::score::score_texts(
+        engine,
+        &job.rubric,
+        &job.texts,
+        &job.config,
+        &Default::default(),
+        &mut |_, _, _| true,
+    )?;
+    let result = results.first().ok_or_else(|| Error::Config("the state was not decided".into()))?;
+    Ok(request.response(&engine.info().name, result, usage, job.config.debias))
 }
 
 /// Question `id` of a request.
@@ -415,7 +451,7 @@ pub fn score_confidence(probs: &[f64]) -> f64 {
 pub struct Usage {
     /// The tokens of every question's prompt ([`SystemOneRequest::input_tokens`]).
     pub input_tokens: usize,
-    /// One answer read per question; nothing is generated.
+    /// Tokens generated: none (the answers are read, not written), as llama.cpp's endpoint counts.
     pub output_tokens: usize,
 }
 
