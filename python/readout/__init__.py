@@ -159,6 +159,15 @@ class Judge:
         lines = self._judge.score(_texts(texts), rubric_json, name, debias, truncate_middle)
         return [json.loads(line) for line in lines]
 
+    def decide(self, request: Mapping[str, Any], debias: str = "cyclic") -> dict[str, Any]:
+        """Decide a System One request — TypeSafe's ``/v1/systemone`` body: ``state`` (a string,
+        dict or list) and ``questions`` (id → ``{"type": "choice" | "noul" | "score", ...}``);
+        ``model`` may be left out — and return its answer as ``readout serve`` gives it:
+        ``{"model", "answers": {id: answer}, "usage", "x_debias"}``. ``debias`` is the mode of a
+        request without ``x_debias`` (none, cyclic or permutation)."""
+        body = {"model": "jev-latest", **dict(request)}
+        return json.loads(self._judge.decide(json.dumps(body), debias))
+
     def run(
         self,
         evalset: PathLike,

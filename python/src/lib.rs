@@ -220,6 +220,22 @@ impl Judge {
         results.iter().map(to_json).collect()
     }
 
+    /// Decide a System One request (TypeSafe's `/v1/systemone` body, as JSON): its answer as
+    /// JSON, as `readout decide` prints it and `readout serve` answers it. `debias`: the mode of a
+    /// request that names no `x_debias`.
+    #[pyo3(signature = (request_json, debias="cyclic"))]
+    fn decide(&self, py: Python<'_>, request_json: &str, debias: &str) -> PyResult<String> {
+        let request =
+            readout::jobs::systemone::SystemOneRequest::from_json(request_json.as_bytes()).map_err(lib_err)?;
+        let default: readout::debias::DebiasMode =
+            debias.parse().map_err(|e: String| ReadoutError::new_err(format!("debias: {e}")))?;
+        let config = readout::config::RunConfig::builder().build().map_err(lib_err)?;
+        let answer = py
+            .allow_threads(|| readout::jobs::systemone::decide(&self.engine, &request, config, default))
+            .map_err(lib_err)?;
+        to_json(&answer)
+    }
+
     /// Evaluate the model on an eval set: the result file's JSON, as `readout run` writes it
     /// (written to `out` too when given). `groups`: score only the rows of these item groups
     /// (a shard; the shots still come from the whole set).

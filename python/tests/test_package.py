@@ -48,6 +48,38 @@ def test_score_equals_the_cli(judge):
     assert judge.score([TEXT], RUBRIC) == [json.loads(out)]
 
 
+SYSTEMONE = {
+    "state": {"subject": "Charged twice", "body": TEXT},
+    "questions": {
+        "refund": {"type": "noul", "instructions": "Does the customer ask for money back?",
+                   "criteria": {"true": "A refund, chargeback or credit"}},
+        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"Billing": None, "Technical": "Bugs"}},
+        "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["Can wait", "Soon", "Now"]},
+    },
+}
+
+
+def test_decide_answers_a_system_one_request_as_the_cli_does(judge, tmp_path):
+    got = judge.decide(SYSTEMONE)
+    assert list(got["answers"]) == ["refund", "team", "urgency"]
+    assert got["x_debias"] == "cyclic" and got["usage"]["input_tokens"] > 0
+    assert 0 <= got["answers"]["refund"]["noul"] <= 1
+    urgency = got["answers"]["urgency"]
+    assert abs(urgency["score"] - sum(int(k) * p for k, p in urgency["probabilities"].items())) < 1e-9
+    with pytest.raises(readout.ReadoutError, match="criteria"):
+        judge.decide({**SYSTEMONE, "questions": {"q": {"type": "score", "criteria": ["one"]}}})
+    exe = readout_binary()
+    if exe is None:
+        pytest.skip("the CLI is not built here (cargo build --release)")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "jev-latest", **SYSTEMONE}))
+    out = subprocess.run(
+        [str(exe), "decide", "--request", str(path), "--model", str(MODEL), "--device", "cpu"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    assert json.loads(out) == got
+
+
 def test_texts_with_ids_and_debias(judge):
     got = judge.score([{"text": TEXT, "id": "t1"}, "Cannot log in."], RUBRIC, debias="cyclic")
     assert [r.get("id") for r in got] == ["t1", None]
