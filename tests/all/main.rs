@@ -33,3 +33,4 @@ mod quantize_hf;
 mod score_requests;
 mod sentencepiece;
 mod serve;
+mod systemone;

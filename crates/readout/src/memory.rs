@@ -23,6 +23,22 @@ pub fn peak_rss() -> Option<u64> {
     }
 }
 
+/// Give the memory freed since the last call back to the system, where the allocator keeps it
+/// (glibc's arenas keep what a long state's passes freed: a server that read twenty states of
+/// 4,096 tokens held 441 MB where it started at 177 MB). A server calls this when its queue is
+/// idle; elsewhere it does nothing. Returns whether memory was given back.
+pub fn give_back() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Start measuring the peak anew, where the system allows it: on Linux the kernel's high-water
 /// mark of this process's resident memory is reset (`/proc/self/clear_refs`, value 5), so that
 /// [`peak_rss_since_reset`] gives the peak of what ran after. A jury's judges run one after

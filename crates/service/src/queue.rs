@@ -178,6 +178,11 @@ fn schedule(engine: &Engine, mut rx: mpsc::Receiver<Queued>, queued: &AtomicUsiz
             complete_all(engine, completions);
             last_ms.store(start.elapsed().as_millis() as u64, Ordering::SeqCst);
         }
+        // Idle: what the batches freed goes back to the system, so that the server's resident
+        // memory after a burst of long states is what it was before (docs/serve.md).
+        if queued.load(Ordering::SeqCst) == 0 {
+            readout::memory::give_back();
+        }
     }
 }
 

@@ -153,6 +153,13 @@ impl SystemOneRequest {
                 None
             }
         };
+        if body.get("assets").is_some_and(|a| !a.is_null()) {
+            errors.push(invalid(
+                at(&["assets"]),
+                "images need a vision-language model; this server reads text",
+                "value_error",
+            ));
+        }
         let mut questions = Vec::new();
         match body.get("questions") {
             None => errors.push(invalid(at(&["questions"]), "Field required", "missing")),

@@ -173,3 +173,38 @@ pub fn combine_row(
         truncated_tokens: planned.cuts.get(&ri).copied(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::plan::Prompt;
+
+    fn prompt(variant: Variant, letters: Vec<u32>, codes: Vec<(usize, Option<usize>)>) -> Prompt {
+        Prompt { row: 0, variant, text: String::new(), tokens: vec![1], letters, sha: String::new(), codes }
+    }
+
+    #[test]
+    fn a_codes_probability_is_the_product_of_its_tokens() {
+        // Three options: the first a one-token code, the other two sharing a first token.
+        let planned = Planned {
+            prompts: vec![
+                prompt(Variant::Real(0), vec![10, 11], vec![(0, None), (1, Some(0)), (1, Some(1))]),
+                prompt(Variant::Code(0, 1), vec![20, 21], vec![]),
+            ],
+            row_orderings: vec![vec![vec![0, 1, 2]]],
+            pride_sample: vec![],
+            cuts: HashMap::new(),
+        };
+        let reading = |logits: Vec<f32>| Reading { logits, ..Reading::default() };
+        // First tokens: softmax(0, ln 3) = (1/4, 3/4); second tokens: softmax(0, ln 2) = (1/3, 2/3).
+        let readings = HashMap::from([(0, reading(vec![0.0, 3f32.ln()])), (1, reading(vec![0.0, 2f32.ln()]))]);
+        let p = slot_probs(&planned, &readings, 0).unwrap();
+        let want = [0.25, 0.75 / 3.0, 0.75 * 2.0 / 3.0];
+        for (g, w) in p.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{p:?}");
+        }
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        // Without its branch's reading, the code prompt has no probabilities yet.
+        assert_eq!(slot_probs(&planned, &HashMap::from([(0, reading(vec![0.0, 0.0]))]), 0), None);
+    }
+}

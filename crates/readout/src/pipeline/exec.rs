@@ -330,7 +330,17 @@ impl<F: Forward> Walk<'_, '_, F> {
                 // One unit alone: its stem in chunks, then its leaves in passes of their own,
                 // each followed by `on_batch` (so the rows of a large unit finish as they are read).
                 let (n, parent) = &batch[0];
-                let prefix = self.model.extend(parent, &self.seqs[n.rep][n.start..n.end], self.opts)?;
+                // The stem in passes, each followed by `on_batch` with nothing read: a long
+                // state stops between its passes (a server's request past its deadline), not
+                // only once all of it is computed. The passes are those `extend` makes of the
+                // whole stem, so the bits are the same.
+                let mut prefix = parent.clone();
+                for chunk in self.seqs[n.rep][n.start..n.end].chunks(self.opts.pass_tokens.max(1)) {
+                    prefix = self.model.extend(&prefix, chunk, self.opts)?;
+                    if !(self.on_batch)(&[], self.readings)? {
+                        return Ok(false);
+                    }
+                }
                 self.computed += n.end - n.start;
                 let leaves: Vec<&TrieNode> = n.children.iter().filter(|c| c.is_leaf()).collect();
                 for chunk in self.leaf_chunks(&leaves) {
