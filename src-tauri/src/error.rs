@@ -255,6 +255,10 @@ impl From<E> for AppError {
             E::Judge { judge, .. } => AppError::new(format!("Judge {judge} of the jury failed.")),
             E::Io { path, err } => return AppError::io(path, err).details(details),
             E::Candle(_) => AppError::new("The model failed while working out an answer.").fix(Fix::Retry),
+            E::Invalid(list) => AppError::new(format!(
+                "The request cannot be used: {}.",
+                list.iter().map(|i| i.msg.trim_end_matches('.').to_string()).collect::<Vec<_>>().join("; ")
+            )),
         };
         err.details(details)
     }
@@ -477,6 +481,11 @@ mod tests {
             E::Io { path: p("set.jsonl"), err: io(std::io::ErrorKind::NotFound) },
             E::Io { path: p("set.jsonl"), err: std::io::Error::other("disk full") },
             E::Candle(candle_core::Error::Msg("out of memory".into())),
+            E::Invalid(vec![readout::Invalid {
+                loc: vec![readout::Loc::Key("body".into()), readout::Loc::Key("questions".into())],
+                msg: "a score has 2 to 10 levels, not 1".into(),
+                kind: "too_short".into(),
+            }]),
         ]
     }
 
