@@ -45,7 +45,7 @@ fn a_real_client_lists_the_tools_and_scores_as_the_cli_does() {
         let tools = client.list_all_tools().await.unwrap();
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort();
-        assert_eq!(names, ["models", "score"]);
+        assert_eq!(names, ["decide", "models", "score"]);
         let score = tools.iter().find(|t| t.name == "score").unwrap();
         let required = score.input_schema["required"].as_array().unwrap();
         assert!(required.contains(&json!("rubric")) && required.contains(&json!("texts")), "{:?}", score.input_schema);

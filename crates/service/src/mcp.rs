@@ -10,7 +10,7 @@ use crate::Error;
 use readout::config::RunConfig;
 use readout::debias::DebiasMode;
 use readout::engine::Engine;
-use readout::jobs::request::{Policy, ScoreRequest};
+use readout::jobs::request::{Policy, ScoreJob, ScoreRequest};
 use readout::jobs::score::TextResult;
 use readout::jobs::systemone::{SystemOneRequest, SystemOneResponse, Usage, ALIAS};
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
@@ -199,6 +199,11 @@ impl Judge {
     /// it has not started and its batch stops after the pass in flight when no one else waits.
     async fn score_queued(&self, p: ScoreParams, cancelled: CancellationToken) -> Result<Vec<TextResult>, String> {
         let job = p.into_request()?.validate(Policy::LOCAL).map_err(|e| e.to_string())?;
+        self.queued(job, cancelled).await
+    }
+
+    /// A score job queued and answered, or a message for the caller.
+    async fn queued(&self, job: ScoreJob, cancelled: CancellationToken) -> Result<Vec<TextResult>, String> {
         let pending = self
             .queue
             .submit(crate::queue::Job::Score(Box::new(job)))
@@ -231,20 +236,7 @@ impl Judge {
         let debias = job.config.debias;
         let engine = self.engine.clone();
         let usage = Usage { input_tokens: request.input_tokens(&engine).map_err(|e| e.to_string())?, output_tokens: 0 };
-        let pending = self
-            .queue
-            .submit(crate::queue::Job::Score(Box::new(job)))
-            .map_err(|_| "the server is busy or stopping; try again".to_string())?;
-        let answer = tokio::select! {
-            a = pending.scored() => a,
-            () = cancelled.cancelled() => return Err("the request was cancelled".into()),
-        };
-        let results = match answer {
-            Ok(results) => results,
-            Err(Failed::Request(e)) => return Err(e.to_string()),
-            Err(Failed::Batch(msg)) => return Err(msg),
-            Err(Failed::Dropped) => return Err("the queue dropped the request".into()),
-        };
+        let results = self.queued(job, cancelled).await?;
         let result = results.first().ok_or("the state was not decided")?;
         Ok(request.response(&engine.info().name, result, usage, debias))
     }
