@@ -85,6 +85,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     let mut api = ApiDoc::openapi();
     api.merge(ServerDoc::openapi());
     api.merge(openai::OpenAiDoc::openapi());
+    api.merge(systemone::SystemOneDoc::openapi());
     Json(api)
 }
 

@@ -248,58 +248,14 @@ async fn decide(s: &Arc<AppState>, headers: &HeaderMap, body: Body) -> Result<Re
     Ok(Json(response).into_response())
 }
 
-/// TypeSafe's entry of `GET /v1/models`: the model under its own name, and the alias.
-#[derive(Serialize, utoipa::ToSchema)]
-pub(crate) struct ModelMetadata {
-    name: String,
-    description: String,
-    /// The model file's date (its modification day, UTC), `YYYY-MM-DD`.
-    release_date: String,
-}
-
-/// The models a System One client may name: the model, and [`ALIAS`] for it.
-pub(crate) fn models(s: &AppState) -> Vec<ModelMetadata> {
-    let info = s.engine.info();
-    let date = std::fs::metadata(&info.path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or_else(|| "1970-01-01".to_string(), |d| civil_date(d.as_secs() / 86_400));
-    let what = format!(
-        "{} ({}, {}) read by Readout: calibrated letter probabilities, order debiasing (x_debias)",
-        info.name, info.quantisation, info.device
-    );
-    vec![
-        ModelMetadata { name: info.name.clone(), description: what.clone(), release_date: date.clone() },
-        ModelMetadata { name: ALIAS.into(), description: format!("alias of {}", info.name), release_date: date },
-    ]
-}
-
-/// `YYYY-MM-DD` of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_date(days: u64) -> String {
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
+/// The System One path of the OpenAPI document, merged with the others by the server.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(systemone))]
+pub(crate) struct SystemOneDoc;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn days_become_dates() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        // 2026-12-07 is day 20,794: 56 years of 365 days, 14 leap days, then 334 + 6.
-        assert_eq!(civil_date(20_794), "2026-12-07");
-        assert_eq!(civil_date(11_016), "2000-02-29");
-    }
 
     #[test]
     fn a_zstd_body_inflates_within_the_limit() {
