@@ -30,6 +30,7 @@ mod mcp;
 mod onnx;
 mod quality;
 mod quantize_hf;
+mod qwen35;
 mod score_requests;
 mod sentencepiece;
 mod serve;

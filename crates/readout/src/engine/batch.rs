@@ -251,7 +251,8 @@ fn keep_of(model: &Transformer, kept: &[(usize, usize, usize)], rows_total: usiz
         _ => {
             let blocks: Vec<(usize, usize)> = kept.iter().map(|&(_, at, n)| (at, n)).collect();
             let idx = block_head_rows(&blocks, model.cfg.num_kv_heads, rows_total);
-            KeepKv::Rows(Tensor::from_slice(&idx, idx.len(), &model.device)?)
+            let ends = kept.iter().map(|&(_, at, n)| at + n - 1).collect();
+            KeepKv::Rows(Tensor::from_slice(&idx, idx.len(), &model.device)?, ends)
         }
     })
 }
@@ -269,17 +270,22 @@ fn split_kept(
         // One unit is the whole pass: its keys and values as they are.
         KeepKv::All => vec![(kept[0].0, new_kv)],
         // Each kept unit's block of the gathered rows.
-        KeepKv::Rows(_) => {
+        KeepKv::Rows(..) => {
             let mut off = 0;
             let mut out = Vec::with_capacity(kept.len());
-            for &(i, _, n) in kept {
+            for (u, &(i, _, n)) in kept.iter().enumerate() {
                 let layers = new_kv
                     .iter()
-                    .map(|l| {
-                        Ok(LayerKv {
+                    .map(|l| match l.is_recurrent() {
+                        // A recurrent layer's states, one a unit (`model::DeltaNet`).
+                        true => {
+                            let (conv, heads) = (l.k.dim(0)? / kept.len(), l.v.dim(0)? / kept.len());
+                            Ok(LayerKv { k: l.k.narrow(0, u * conv, conv)?, v: l.v.narrow(0, u * heads, heads)? })
+                        }
+                        false => Ok(LayerKv {
                             k: l.k.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
                             v: l.v.narrow(0, off, kvh * n)?.reshape((kvh, n, hd))?,
-                        })
+                        }),
                     })
                     .collect::<candle_core::Result<Vec<_>>>()?;
                 off += kvh * n;

@@ -3,7 +3,9 @@
 //! and `qwen3` differ in the per-head q/k norms and in how RoPE pairs dimensions; `qwen2` is
 //! `qwen3` without the q/k norms and with biases on the q, k and v projections; `gemma3` adds
 //! what [`Gemma`] describes (sliding-window layers, norms after attention and MLP, a GELU MLP, a
-//! scaled embedding). Llama-family variants that differ only in metadata load as `llama`:
+//! scaled embedding); `qwen35` (Qwen3.5) is a hybrid that [`Hybrid`] describes: Gated DeltaNet
+//! layers (a recurrent state instead of a KV cache) between full-attention layers whose query
+//! carries an output gate and whose RoPE turns part of each head. Llama-family variants that differ only in metadata load as `llama`:
 //! `mistral` (the same graph), Llama 3.x with `llama3` RoPE scaling (per-frequency divisors,
 //! [`ModelConfig::rope_factors`]).
 
@@ -22,6 +24,7 @@ pub enum Architecture {
     Qwen2,
     Qwen3,
     Gemma3,
+    Qwen35,
 }
 
 impl Architecture {
@@ -32,6 +35,9 @@ impl Architecture {
             "qwen2" | "Qwen2ForCausalLM" => Some(Self::Qwen2),
             "qwen3" | "Qwen3ForCausalLM" => Some(Self::Qwen3),
             "gemma3" | "Gemma3ForCausalLM" | "gemma3_text" => Some(Self::Gemma3),
+            "qwen35" | "Qwen3_5ForCausalLM" | "Qwen3_5ForConditionalGeneration" | "qwen3_5" | "qwen3_5_text" => {
+                Some(Self::Qwen35)
+            }
             _ => None,
         }
     }
@@ -43,7 +49,7 @@ impl Architecture {
 
     /// Whether each head's q and k pass through an RMSNorm before RoPE.
     pub fn has_qk_norms(&self) -> bool {
-        matches!(self, Self::Qwen3 | Self::Gemma3)
+        matches!(self, Self::Qwen3 | Self::Gemma3 | Self::Qwen35)
     }
 
     pub fn as_str(&self) -> &'static str {
@@ -52,6 +58,7 @@ impl Architecture {
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
             Self::Gemma3 => "gemma3",
+            Self::Qwen35 => "qwen35",
         }
     }
 }
@@ -93,6 +100,91 @@ pub struct ModelConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub gemma: Option<Gemma>,
+    /// What Qwen3.5 adds: its Gated DeltaNet layers, the full-attention layers' gate and
+    /// partial RoPE; `None` for the other families.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub hybrid: Option<Hybrid>,
+}
+
+/// Qwen3.5's departures from the decoder, as transformers' `Qwen3_5ForCausalLM` and llama.cpp's
+/// `qwen35` graph compute them. Most layers are Gated DeltaNet ("linear attention"): a joint
+/// projection to q, k and v, a causal depthwise convolution over it (SiLU after), q and k
+/// L2-normalised, and per value head a `key_dim × value_dim` state decayed by `exp(g)` and
+/// corrected by the delta rule at the rate `β`; its output goes through an RMSNorm gated by
+/// `silu(z)`. Every `full_attention_interval`-th layer is attention whose query projection
+/// also gives a sigmoid gate on the output, with q/k norms and RoPE over the first
+/// `rotary_dim` dimensions of each head. Every norm but the gated one multiplies by `1 + w`
+/// (GGUF stores the 1 added).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Hybrid {
+    /// Per layer, whether it is a Gated DeltaNet layer; the others are full attention.
+    pub recurrent_layers: Vec<bool>,
+    /// Dimensions at the start of each attention head that RoPE turns; the rest pass as they are.
+    pub rotary_dim: usize,
+    /// The DeltaNet layers' key (and query) heads and their width.
+    pub key_heads: usize,
+    pub key_dim: usize,
+    /// Their value heads (a multiple of the key heads) and their width.
+    pub value_heads: usize,
+    pub value_dim: usize,
+    /// Taps of the causal convolution.
+    pub conv_kernel: usize,
+    /// Which key head a value head reads: `h % key_heads` (tiled: GGUF, whose converter
+    /// reorders the value heads so) or `h / (value_heads / key_heads)` (Hugging Face).
+    pub tiled_heads: bool,
+}
+
+impl Hybrid {
+    /// Channels of the convolution: q, k and v side by side.
+    pub fn conv_dim(&self) -> usize {
+        2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+    }
+
+    /// The key head value head `h` reads.
+    pub fn key_head_of(&self, h: usize) -> usize {
+        match self.tiled_heads {
+            true => h % self.key_heads,
+            false => h / (self.value_heads / self.key_heads),
+        }
+    }
+
+    /// Every `interval`-th layer full attention, the others DeltaNet (llama.cpp's default when
+    /// a file names no layer types; 4 in every Qwen3.5).
+    pub fn pattern(num_layers: usize, interval: usize) -> Vec<bool> {
+        (0..num_layers).map(|i| interval == 0 || (i + 1) % interval != 0).collect()
+    }
+
+    fn validate(&self, num_layers: usize, head_dim: usize) -> Result<(), String> {
+        if self.recurrent_layers.len() != num_layers {
+            return Err(format!("{} layer types are given for {} layers", self.recurrent_layers.len(), num_layers));
+        }
+        for (k, v) in [
+            ("linear key heads", self.key_heads),
+            ("linear key head width", self.key_dim),
+            ("linear value heads", self.value_heads),
+            ("linear value head width", self.value_dim),
+            ("convolution kernel", self.conv_kernel),
+        ] {
+            if v == 0 || v > 1 << 12 {
+                return Err(format!("the {k} is {v}; it must be between 1 and 4096"));
+            }
+        }
+        if !self.value_heads.is_multiple_of(self.key_heads) {
+            return Err(format!(
+                "{} linear value heads do not divide into {} key heads",
+                self.value_heads, self.key_heads
+            ));
+        }
+        if self.rotary_dim == 0 || self.rotary_dim > head_dim || !self.rotary_dim.is_multiple_of(2) {
+            return Err(format!(
+                "RoPE turns {} dimensions of a head of {head_dim}; it must be an even number from 2 to the head's width",
+                self.rotary_dim
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Gemma 3's departures from the llama decoder, as llama.cpp's `gemma3` graph and transformers'
@@ -198,6 +290,9 @@ impl ModelConfig {
                 return Err(format!("a RoPE frequency factor is {bad}; each must be a positive number"));
             }
         }
+        if let Some(h) = &self.hybrid {
+            h.validate(self.num_layers, self.head_dim)?;
+        }
         if let Some(g) = &self.gemma {
             if g.sliding_window == 0 {
                 return Err("the sliding window is 0 tokens; a local layer must see at least its own token".into());
@@ -235,14 +330,27 @@ impl ModelConfig {
         let (qk_norms, post_norms) = match self.architecture {
             Architecture::Qwen3 => (2 * self.head_dim as u64, 0),
             Architecture::Gemma3 => (2 * self.head_dim as u64, 2 * d),
-            Architecture::Llama | Architecture::Qwen2 => (0, 0),
+            Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen35 => (0, 0),
         };
         // Qwen2's biases on q, k and v.
         let biases = if self.architecture.has_qkv_bias() { q + 2 * kv } else { 0 };
         let per_layer = d * q + 2 * d * kv + q * d + 3 * d * ff + 2 * d + qk_norms + post_norms + biases;
         let emb = self.vocab_size as u64 * d;
         let head = if self.tie_embeddings { 0 } else { emb };
-        per_layer * self.num_layers as u64 + emb + head + d
+        let Some(h) = &self.hybrid else {
+            return per_layer * self.num_layers as u64 + emb + head + d;
+        };
+        // Qwen3.5: an attention layer's query projection is twice as wide (its gate) and has
+        // q/k norms; a DeltaNet layer has q, k, v, z, b and a projections, the convolution,
+        // A, dt's bias, the gated norm and the output projection.
+        let attention = d * 2 * q + 2 * d * kv + q * d + 2 * self.head_dim as u64;
+        let (kd, vd, vh) =
+            ((h.key_heads * h.key_dim) as u64, (h.value_heads * h.value_dim) as u64, h.value_heads as u64);
+        let conv = (h.conv_dim() * h.conv_kernel) as u64;
+        let delta = d * (2 * kd + vd) + d * vd + 2 * d * vh + conv + 2 * vh + h.value_dim as u64 + vd * d;
+        let common = 3 * d * ff + 2 * d;
+        let layers: u64 = h.recurrent_layers.iter().map(|&r| common + if r { delta } else { attention }).sum();
+        layers + emb + head + d
     }
 }
 
@@ -302,6 +410,8 @@ mod tests {
             ("gemma3", Architecture::Gemma3),
             ("Gemma3ForCausalLM", Architecture::Gemma3),
             ("gemma3_text", Architecture::Gemma3),
+            ("qwen35", Architecture::Qwen35),
+            ("Qwen3_5ForConditionalGeneration", Architecture::Qwen35),
         ] {
             assert_eq!(Architecture::from_name(name), Some(arch));
         }

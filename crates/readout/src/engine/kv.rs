@@ -10,10 +10,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Keys and values of one layer, shaped `[kv_heads, tokens, head_dim]`: f32, or on the CPU f16
 /// (`--kv-cache f16`, half the memory; [`Prefix::layer_then`] widens them back for attention).
+/// A recurrent layer (Qwen3.5's Gated DeltaNet) keeps its state at the chunk's end instead: `k`
+/// the convolution's last inputs `[kernel − 1, channels]`, `v` the state `[heads, key_dim,
+/// value_dim]`, f32.
 #[derive(Clone, Debug)]
 pub struct LayerKv {
     pub k: Tensor,
     pub v: Tensor,
+}
+
+impl LayerKv {
+    /// Whether this is a recurrent layer's state (its `k` has two dimensions, not three).
+    pub(crate) fn is_recurrent(&self) -> bool {
+        self.k.rank() == 2
+    }
 }
 
 /// The keys and values of a run of consecutive tokens, every layer.
@@ -156,10 +166,35 @@ impl Prefix {
         Ok(joined)
     }
 
-    /// The snapshot of the first `keep` tokens (views; nothing is recomputed).
+    /// Layer `li`'s recurrent state at this prefix's end (a recurrent layer's, in its last
+    /// chunk: each chunk's state takes in every token before it); `None` for the empty prefix.
+    pub(crate) fn recurrent(&self, li: usize) -> Option<&LayerKv> {
+        self.chunks.last().and_then(|c| c.layers.get(li))
+    }
+
+    /// The snapshot of the first `keep` tokens (views; nothing is recomputed). A recurrent
+    /// model's prefix can be cut only at the end of one of its chunks (a state is kept there
+    /// alone); elsewhere the cut is refused.
     pub fn truncated(&self, keep: usize) -> crate::error::Result<Prefix> {
         if keep >= self.len() {
             return Ok(self.clone());
+        }
+        if self.chunks.iter().any(|c| c.layers.iter().any(LayerKv::is_recurrent)) {
+            let mut have = 0;
+            let mut chunks = Vec::new();
+            for c in &self.chunks {
+                if have + c.len > keep {
+                    break;
+                }
+                chunks.push(c.clone());
+                have += c.len;
+            }
+            if have != keep {
+                return Err(crate::error::Error::Candle(candle_core::Error::Msg(format!(
+                    "a recurrent model's prefix is cut at {keep} tokens, where it keeps no state (its states lie at the ends of the passes that made it); compute the prefix anew"
+                ))));
+            }
+            return Ok(Prefix { chunks, tokens: self.tokens[..have].to_vec(), joined: Arc::default() });
         }
         let mut chunks = Vec::new();
         let mut have = 0;

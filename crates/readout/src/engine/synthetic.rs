@@ -38,10 +38,13 @@ pub fn tiny_config(arch: Architecture) -> ModelConfig {
         tie_embeddings: arch != Architecture::Qwen2,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
+            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 | Architecture::Qwen35 => {
+                RopeStyle::Halves
+            }
         },
         rope_factors: None,
         gemma: None,
+        hybrid: None,
     };
     if arch == Architecture::Gemma3 {
         cfg.num_layers = 6;
@@ -99,6 +102,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             rope_style: RopeStyle::Halves,
             rope_factors: None,
             gemma: None,
+            hybrid: None,
         }),
         // HuggingFaceTB/SmolLM2-135M-Instruct, as its GGUF metadata says.
         "smollm2-135m" => Some(ModelConfig {
@@ -117,6 +121,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             rope_style: RopeStyle::Interleaved,
             rope_factors: None,
             gemma: None,
+            hybrid: None,
         }),
         // Qwen/Qwen3-4B config.json: the size of judge that scores about 0.80 on authored144.
         "qwen3-4b" => Some(ModelConfig {
@@ -135,6 +140,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             rope_style: RopeStyle::Halves,
             rope_factors: None,
             gemma: None,
+            hybrid: None,
         }),
         // Qwen/Qwen2.5-Coder-1.5B-Instruct, as its GGUF metadata says (an LM head of its own).
         "qwen2.5-1.5b" => Some(ModelConfig {
@@ -153,6 +159,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
             rope_style: RopeStyle::Halves,
             rope_factors: None,
             gemma: None,
+            hybrid: None,
         }),
         // google/gemma-3-270m, as its GGUF metadata says.
         "gemma3-270m" => Some(ModelConfig {
@@ -179,6 +186,7 @@ pub fn shape_config(name: &str) -> Option<ModelConfig> {
                 embed_scale: 640f32.sqrt(),
                 final_logit_softcap: None,
             }),
+            hybrid: None,
         }),
         "tiny-llama" => Some(tiny_config(Architecture::Llama)),
         "tiny-qwen2" => Some(tiny_config(Architecture::Qwen2)),
@@ -355,6 +363,7 @@ fn gguf_metadata(cfg: &ModelConfig) -> Result<Vec<(String, gguf_file::Value)>> {
         Architecture::Llama => "smollm",
         Architecture::Qwen2 | Architecture::Qwen3 => "qwen2",
         Architecture::Gemma3 => "default",
+        Architecture::Qwen35 => "qwen35",
     };
     let mut md: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String(a.into())),
@@ -482,6 +491,7 @@ pub fn write_hf_dir_as(
         Architecture::Qwen2 => "Qwen2ForCausalLM",
         Architecture::Qwen3 => "Qwen3ForCausalLM",
         Architecture::Gemma3 => "Gemma3ForCausalLM",
+        Architecture::Qwen35 => "Qwen3_5ForCausalLM",
     };
     let mut config = serde_json::json!({
         "architectures": [arch],

@@ -3,10 +3,10 @@
 //! path and `--weights` ask (`Hold`). The names differ by format (`BlockKeys`: GGUF's in
 //! `gguf.rs`, Hugging Face's in `hf.rs`); what the model is made of does not.
 
-use crate::engine::config::{Architecture, ModelConfig};
+use crate::engine::config::{Architecture, Hybrid, ModelConfig};
 use crate::engine::model::{
-    quantised_matmul, Attention, Embedding, Head, Hold, Layer, Linear, LoadedWeight, Mlp, RmsNorm, Rope, Table,
-    Transformer,
+    quantised_matmul, Attention, DeltaNet, Embedding, Head, Hold, Layer, Linear, LoadedWeight, Mixer, Mlp, RmsNorm,
+    Rope, Table, Transformer,
 };
 use crate::engine::options::MatmulPath;
 use crate::error::{Error, Result};
@@ -35,6 +35,27 @@ pub(super) struct BlockKeys {
     /// Hugging Face checkpoints, which store `w` of the `1 + w` the norms multiply by (GGUF
     /// converters add the 1 themselves).
     pub norm_shift: f32,
+    /// Qwen3.5's Gated DeltaNet layers' names, for a format that has them.
+    pub delta: Option<DeltaKeys>,
+}
+
+/// Tensor names of a Gated DeltaNet layer (Qwen3.5), GGUF then Hugging Face.
+pub(super) struct DeltaKeys {
+    /// q, k and v, the convolution's channels (`attn_qkv`, `linear_attn.in_proj_qkv`).
+    pub qkv: &'static str,
+    /// The output norm's gate z.
+    pub z: &'static str,
+    /// β before its sigmoid, and the decay's input a.
+    pub b: &'static str,
+    pub a: &'static str,
+    pub conv: &'static str,
+    /// Without the `.weight` the other names take.
+    pub dt_bias: &'static str,
+    /// `A = −exp(A_log)`: stored as `A` (GGUF's `ssm_a`) or as `A_log` (`a_is_log`).
+    pub a_param: &'static str,
+    pub a_is_log: bool,
+    pub norm: &'static str,
+    pub out: &'static str,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -98,14 +119,35 @@ pub(super) fn build(
     let mut layers = Vec::with_capacity(cfg.num_layers);
     for i in 0..cfg.num_layers {
         let mut w = |k: &str, shape: &[usize]| shaped(names(i, k), shape);
-        let qkv = vec![w(keys.q, &[q, d])?, w(keys.k, &[kv, d])?, w(keys.v, &[kv, d])?];
-        let wqkv = Linear::join(qkv, hold, device)?;
-        let wo = Linear::new(w(keys.o, &[d, q])?, hold, device)?;
         let w_gate_up = Linear::join(vec![w(keys.gate, &[ff, d])?, w(keys.up, &[ff, d])?], hold, device)?;
         let w_down = Linear::new(w(keys.down, &[d, ff])?, hold, device)?;
         let mut vecw = |k: &str, n: usize| -> Result<Tensor> { shift(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let attn_norm = vecw(keys.attn_norm, d)?;
         let ffn_norm = vecw(keys.ffn_norm, d)?;
+        let mlp = |post_norm: Option<Tensor>| Mlp {
+            gate_up: w_gate_up,
+            down: w_down,
+            post_norm: post_norm.map(norm_of),
+            gelu: cfg.gemma.is_some(),
+        };
+        if let (Some(h), Some(dk)) = (cfg.hybrid.as_ref().filter(|h| h.recurrent_layers[i]), keys.delta.as_ref()) {
+            let delta = delta(h, dk, i, &mut shaped, &names, hold, device, d, eps)?;
+            layers.push(Layer {
+                attn_norm: norm_of(attn_norm),
+                mixer: Mixer::Delta(delta),
+                ffn_norm: norm_of(ffn_norm),
+                mlp: mlp(None),
+            });
+            continue;
+        }
+        // Qwen3.5's query projection gives each head's query and its gate.
+        let gated = cfg.hybrid.is_some();
+        let qw = if gated { 2 * q } else { q };
+        let mut w = |k: &str, shape: &[usize]| shaped(names(i, k), shape);
+        let qkv = vec![w(keys.q, &[qw, d])?, w(keys.k, &[kv, d])?, w(keys.v, &[kv, d])?];
+        let wqkv = Linear::join(qkv, hold, device)?;
+        let wo = Linear::new(w(keys.o, &[d, q])?, hold, device)?;
+        let mut vecw = |k: &str, n: usize| -> Result<Tensor> { shift(shaped(names(i, k), &[n])?.into_dense(device)?) };
         let (q_norm, k_norm) = if cfg.architecture.has_qk_norms() {
             (Some(vecw(keys.q_norm, hd)?), Some(vecw(keys.k_norm, hd)?))
         } else {
@@ -113,7 +155,7 @@ pub(super) fn build(
         };
         let (attn_post_norm, ffn_post_norm) = match cfg.architecture {
             Architecture::Gemma3 => (Some(vecw(keys.attn_post_norm, d)?), Some(vecw(keys.ffn_post_norm, d)?)),
-            Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => (None, None),
+            Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Qwen35 => (None, None),
         };
         // Qwen2's q, k and v biases, joined as the product's columns are: `[q + 2·kv]`.
         let qkv_bias = if cfg.architecture.has_qkv_bias() {
@@ -130,7 +172,7 @@ pub(super) fn build(
         let local = cfg.gemma.as_ref().is_some_and(|g| g.local_layers[i]);
         layers.push(Layer {
             attn_norm: norm_of(attn_norm),
-            attention: Attention {
+            mixer: Mixer::Attention(Attention {
                 wqkv,
                 qkv_bias,
                 wo,
@@ -138,14 +180,10 @@ pub(super) fn build(
                 k_norm: k_norm.map(norm_of),
                 post_norm: attn_post_norm.map(norm_of),
                 local,
-            },
+                gated,
+            }),
             ffn_norm: norm_of(ffn_norm),
-            mlp: Mlp {
-                gate_up: w_gate_up,
-                down: w_down,
-                post_norm: ffn_post_norm.map(norm_of),
-                gelu: cfg.gemma.is_some(),
-            },
+            mlp: mlp(ffn_post_norm),
         });
     }
     let gemma = cfg.gemma.as_ref();
@@ -166,5 +204,53 @@ pub(super) fn build(
         attention_kernel: false,
         attention_tensor_cores: false,
         fused_kernels: false,
+    })
+}
+
+/// A Gated DeltaNet layer `i` of shape `h`, its tensors named by `keys`.
+#[allow(clippy::too_many_arguments)]
+fn delta(
+    h: &Hybrid,
+    keys: &DeltaKeys,
+    i: usize,
+    shaped: &mut dyn FnMut(String, &[usize]) -> Result<LoadedWeight>,
+    names: &dyn Fn(usize, &str) -> String,
+    hold: &Hold,
+    device: &Device,
+    d: usize,
+    eps: f32,
+) -> Result<DeltaNet> {
+    let (c, vd, vh) = (h.conv_dim(), h.value_heads * h.value_dim, h.value_heads);
+    // A name without the `.weight` the others take (`dt_bias`, `A_log`, `ssm_a`, `ssm_dt.bias`).
+    let bare = |k: &str| {
+        let w = names(i, k);
+        w.strip_suffix(".weight").map(String::from).unwrap_or(w)
+    };
+    let host = |w: LoadedWeight| -> Result<Vec<f32>> {
+        Ok(w.into_dense(&Device::Cpu)?.to_dtype(candle_core::DType::F32)?.flatten_all()?.to_vec1::<f32>()?)
+    };
+    let proj = Linear::join(
+        vec![
+            shaped(names(i, keys.qkv), &[c, d])?,
+            shaped(names(i, keys.z), &[vd, d])?,
+            shaped(names(i, keys.b), &[vh, d])?,
+            shaped(names(i, keys.a), &[vh, d])?,
+        ],
+        hold,
+        device,
+    )?;
+    let out = Linear::new(shaped(names(i, keys.out), &[d, vd])?, hold, device)?;
+    let conv = host(shaped(names(i, keys.conv), &[c, h.conv_kernel])?)?;
+    let a = host(shaped(bare(keys.a_param), &[vh])?)?;
+    let a = if keys.a_is_log { a.iter().map(|x| -x.exp()).collect() } else { a };
+    Ok(DeltaNet {
+        proj,
+        conv,
+        a,
+        dt_bias: host(shaped(bare(keys.dt_bias), &[vh])?)?,
+        norm: host(shaped(names(i, keys.norm), &[h.value_dim])?)?,
+        out,
+        shape: h.clone(),
+        eps,
     })
 }

@@ -4,9 +4,9 @@
 //! window and query scale, Llama 3's RoPE factors tensor); the weights are views of the mapped
 //! file.
 
-use super::build::{build, BlockKeys};
+use super::build::{build, BlockKeys, DeltaKeys};
 use super::{file_stem, map, Loaded, Metadata, TokenizerSource};
-use crate::engine::config::{self, Architecture, Gemma, ModelConfig, RopeStyle};
+use crate::engine::config::{self, Architecture, Gemma, Hybrid, ModelConfig, RopeStyle};
 use crate::engine::model::{Hold, LoadedWeight};
 use crate::engine::weights::Encoded;
 use crate::error::{Error, Result};
@@ -82,7 +82,7 @@ pub(super) fn load(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         "output_norm.weight",
         "output.weight",
         names,
-        GGUF_KEYS,
+        if cfg.hybrid.is_some() { QWEN35_KEYS } else { GGUF_KEYS },
     )?;
 
     let eos_id = md.get("tokenizer.ggml.eos_token_id").and_then(|v| v.to_u32().ok());
@@ -203,7 +203,35 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
                 final_logit_softcap: get_f("final_logit_softcapping").filter(|&c| c != 0.0),
             })
         }
-        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => None,
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Qwen35 => None,
+    };
+    let hybrid = match arch {
+        // As llama.cpp's `qwen35` loader reads it: the DeltaNet shape from the `ssm` keys (key
+        // and value heads one width, `state_size`), the layer types from
+        // `attention.recurrent_layers` or else every `full_attention_interval`-th layer (4)
+        // full attention, and RoPE over `rope.dimension_count` dimensions. The converter
+        // reorders the value heads so that they read their key heads tiled.
+        Architecture::Qwen35 => {
+            let width = get_u("ssm.state_size")?;
+            let recurrent = md
+                .get(&format!("{a}.attention.recurrent_layers"))
+                .and_then(|v| v.to_vec().ok())
+                .map(|v| v.iter().take(num_layers).map(|b| b.to_bool().unwrap_or(false)).collect::<Vec<bool>>());
+            let interval = get_u("full_attention_interval").unwrap_or(4);
+            let value_heads = get_u("ssm.time_step_rank")?;
+            let value_dim = get_u("ssm.inner_size").map(|n| n / value_heads.max(1)).unwrap_or(width);
+            Some(Hybrid {
+                recurrent_layers: recurrent.unwrap_or_else(|| Hybrid::pattern(num_layers, interval)),
+                rotary_dim: get_u("rope.dimension_count").unwrap_or(head_dim),
+                key_heads: get_u("ssm.group_count")?,
+                key_dim: width,
+                value_heads,
+                value_dim,
+                conv_kernel: get_u("ssm.conv_kernel")?,
+                tiled_heads: true,
+            })
+        }
+        _ => None,
     };
     if arch != Architecture::Gemma3 {
         // Llama 3.x's `llama3` scaling is the `rope_freqs.weight` tensor ([`gguf_rope_factors`]);
@@ -235,10 +263,13 @@ fn gguf_config(content: &gguf_file::Content, path: &Path) -> Result<ModelConfig>
         tie_embeddings: !has_output,
         rope_style: match arch {
             Architecture::Llama => RopeStyle::Interleaved,
-            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 => RopeStyle::Halves,
+            Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Gemma3 | Architecture::Qwen35 => {
+                RopeStyle::Halves
+            }
         },
         rope_factors: None,
         gemma,
+        hybrid,
     };
     Ok(cfg)
 }
@@ -375,6 +406,27 @@ const GGUF_KEYS: BlockKeys = BlockKeys {
     up: "ffn_up",
     down: "ffn_down",
     norm_shift: 0.0,
+    delta: None,
+};
+
+/// Qwen3.5's names in llama.cpp's files: the norm before the MLP is `post_attention_norm`.
+const QWEN35_KEYS: BlockKeys = BlockKeys {
+    ffn_norm: "post_attention_norm",
+    attn_post_norm: "",
+    ffn_post_norm: "",
+    delta: Some(DeltaKeys {
+        qkv: "attn_qkv",
+        z: "attn_gate",
+        b: "ssm_beta",
+        a: "ssm_alpha",
+        conv: "ssm_conv1d",
+        dt_bias: "ssm_dt.bias",
+        a_param: "ssm_a",
+        a_is_log: false,
+        norm: "ssm_norm",
+        out: "ssm_out",
+    }),
+    ..GGUF_KEYS
 };
 
 #[cfg(test)]

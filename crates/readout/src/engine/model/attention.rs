@@ -28,6 +28,9 @@ pub(crate) struct Attention {
     pub post_norm: Option<RmsNorm>,
     /// A local layer (Gemma 3): attention over the sliding window only, with the local RoPE.
     pub local: bool,
+    /// Qwen3.5: the query projection gives each head's query and then its gate, and the
+    /// attention's output is multiplied by `sigmoid(gate)` before `wo`.
+    pub gated: bool,
 }
 
 /// A layer's q `[heads, S, hd]`, k and v `[kv_heads, S, hd]` ([`Attention::qkv`]).
@@ -37,6 +40,8 @@ struct LayerQkv {
     v: Tensor,
     /// k and v side by side, `[2·kv_heads, S, hd]`, when they are (the fused kernel's output).
     kv_joint: Option<Tensor>,
+    /// Qwen3.5's output gate `[S, h·hd]`, before its sigmoid.
+    gate: Option<Tensor>,
 }
 
 impl Attention {
@@ -48,7 +53,7 @@ impl Attention {
         li: usize,
         xn: &Tensor,
     ) -> candle_core::Result<(Tensor, Option<LayerKv>)> {
-        let LayerQkv { q, k, v, kv_joint } = self.qkv(pass, xn)?;
+        let LayerQkv { q, k, v, kv_joint, gate } = self.qkv(pass, xn)?;
         let timer = profile::time(Stage::Attention);
         // An f16 cache: this pass's own keys and values are rounded to f16 before its
         // attention too, so a token sees the same numbers whether its keys come from this
@@ -72,6 +77,10 @@ impl Attention {
         };
         let kv = kept(pass, k, v, kv_joint)?;
         drop(timer);
+        let out = match gate {
+            Some(g) => (out * candle_nn::ops::sigmoid(&g)?)?,
+            None => out,
+        };
         let out = self.wo.forward(&out)?;
         Ok((norm::maybe(self.post_norm.as_ref(), out)?, kv))
     }
@@ -92,6 +101,9 @@ impl Attention {
             Some(b) => qkv.broadcast_add(b)?,
             None => qkv,
         };
+        if self.gated {
+            return self.gated_qkv(pass, &qkv);
+        }
         if pass.fused {
             let spec = ops::QkvSpec {
                 heads: h,
@@ -109,6 +121,7 @@ impl Attention {
                 k: heads.narrow(0, h, kvh)?,
                 v: heads.narrow(0, h + kvh, kvh)?,
                 kv_joint: Some(heads.narrow(0, h, 2 * kvh)?),
+                gate: None,
             });
         }
         // Heads first in one copy: `[heads + 2·kv heads, S, hd]`, whose q, k and v are
@@ -132,7 +145,38 @@ impl Attention {
         // On CPU the fused softmax scales the scores; elsewhere q is scaled here, once for
         // every segment of the pass, instead of each segment's scores.
         let q = if pass.cpu && !pass.kernel { q.squeeze(0)? } else { (q.squeeze(0)? * scale)? }; // [h, S, hd]
-        Ok(LayerQkv { q, k: k.squeeze(0)?, v, kv_joint: None })
+        Ok(LayerQkv { q, k: k.squeeze(0)?, v, kv_joint: None, gate: None })
+    }
+
+    /// Qwen3.5's q, k, v and gate from the joint product `qkv` `[S, (2·heads + 2·kv heads)·hd]`:
+    /// each head's query then its gate, then k and v; q and k through their norms and RoPE over
+    /// the first `rotary_dim` dimensions of each head (the rest as they are). Never fused.
+    fn gated_qkv(&self, pass: &Pass<'_>, qkv: &Tensor) -> candle_core::Result<LayerQkv> {
+        let cfg = pass.cfg;
+        let (h, kvh, hd) = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim);
+        let s = qkv.dim(0)?;
+        let rd = cfg.hybrid.as_ref().map_or(hd, |x| x.rotary_dim);
+        let qg = qkv.narrow(1, 0, 2 * h * hd)?.reshape((s, h, 2, hd))?;
+        let gate = qg.narrow(2, 1, 1)?.reshape((s, h * hd))?;
+        let q = qg.narrow(2, 0, 1)?.reshape((s, h, hd))?.transpose(0, 1)?.contiguous()?; // [h, S, hd]
+        let kv = qkv.narrow(1, 2 * h * hd, 2 * kvh * hd)?.reshape((s, 2 * kvh, hd))?.transpose(0, 1)?.contiguous()?;
+        let k = kv.narrow(0, 0, kvh)?;
+        let v = kv.narrow(0, kvh, kvh)?;
+        let q = norm::maybe(self.q_norm.as_ref(), q)?;
+        let k = norm::maybe(self.k_norm.as_ref(), k.contiguous()?)?;
+        let (cos, sin) = pass.rope.for_layer(self.local);
+        let turn = |x: Tensor| -> candle_core::Result<Tensor> {
+            let x = x.unsqueeze(0)?;
+            let turned = candle_nn::rotary_emb::rope(&x.narrow(3, 0, rd)?.contiguous()?, cos, sin)?;
+            let x = match rd < hd {
+                true => Tensor::cat(&[&turned, &x.narrow(3, rd, hd - rd)?], 3)?,
+                false => turned,
+            };
+            x.squeeze(0)
+        };
+        let (q, k) = (turn(q)?, turn(k)?);
+        let q = if pass.cpu && !pass.kernel { q } else { (q * pass.scale)? };
+        Ok(LayerQkv { q, k, v, kv_joint: None, gate: Some(gate.contiguous()?) })
     }
 
     /// Attention of every segment of the pass in one kernel (`--attention kernel`): q, k and v
@@ -234,7 +278,7 @@ fn kept(pass: &Pass<'_>, k: Tensor, v: Tensor, kv_joint: Option<Tensor>) -> cand
             // v copied out of the joint product, so the cache holds v alone.
             None => LayerKv { k, v: v.copy()? },
         }),
-        KeepKv::Rows(idx) => Some(LayerKv {
+        KeepKv::Rows(idx, _) => Some(LayerKv {
             k: k.reshape((kvh * s, hd))?.index_select(idx, 0)?,
             v: v.contiguous()?.reshape((kvh * s, hd))?.index_select(idx, 0)?,
         }),

@@ -1,18 +1,26 @@
-//! A decoder layer: the attention block and the MLP block on the residual stream, each after its
-//! norm. The residual add after a block and the norm of the next block's input are one step
+//! A decoder layer: the attention block (or Qwen3.5's Gated DeltaNet block) and the MLP block on
+//! the residual stream, each after its norm. The residual add after a block and the norm of the next block's input are one step
 //! ([`RmsNorm::add_forward`]), so a layer also makes the next layer's normed input.
 
 use super::attention::Attention;
+use super::delta::DeltaNet;
 use super::mlp::Mlp;
 use super::norm::RmsNorm;
 use super::pass::Pass;
 use crate::engine::kv::LayerKv;
 use candle_core::Tensor;
 
+/// What mixes a layer's tokens: attention over the keys and values of the path, or a recurrent
+/// state stepped along it.
+pub(crate) enum Mixer {
+    Attention(Attention),
+    Delta(DeltaNet),
+}
+
 /// One decoder layer.
 pub(crate) struct Layer {
     pub attn_norm: RmsNorm,
-    pub attention: Attention,
+    pub mixer: Mixer,
     pub ffn_norm: RmsNorm,
     pub mlp: Mlp,
 }
@@ -43,7 +51,10 @@ impl Layer {
             Some(xn) => xn,
             None => self.attn_norm.forward(&x)?,
         };
-        let (out, kv) = self.attention.forward(pass, li, &xn)?;
+        let (out, kv) = match &self.mixer {
+            Mixer::Attention(a) => a.forward(pass, li, &xn)?,
+            Mixer::Delta(d) => d.forward(pass, li, &xn)?,
+        };
         let (x, xn) = self.ffn_norm.add_forward(&x, &out, pass.fused)?;
         // Our activation on the CPU and with the fused kernels; candle's otherwise.
         let out = self.mlp.forward(&xn, pass.gated)?;

@@ -12,6 +12,7 @@
 //! layers share is `pass`. How each step runs on a device is `backends`' business.
 
 mod attention;
+mod delta;
 mod embedding;
 mod layer;
 mod linear;
@@ -22,8 +23,9 @@ mod pass;
 mod rope;
 
 pub(crate) use attention::Attention;
+pub(crate) use delta::DeltaNet;
 pub(crate) use embedding::{Embedding, Head, Table};
-pub(crate) use layer::Layer;
+pub(crate) use layer::{Layer, Mixer};
 pub(crate) use linear::{quantised_matmul, Hold, Linear, LoadedWeight};
 pub(crate) use mask::{grouped_tree_mask, stem_tree_mask};
 pub(crate) use mlp::Mlp;
@@ -58,8 +60,9 @@ pub(crate) enum KeepKv {
     /// All rows, `[kv_heads, rows, hd]` (one unit is the whole pass).
     All,
     /// The rows of a `[kv_heads · rows, hd]` view these indices pick ([`block_head_rows`]), as
-    /// `[picked, hd]`.
-    Rows(Tensor),
+    /// `[picked, hd]`; and the pass rows where the kept units end (a recurrent layer keeps its
+    /// state there).
+    Rows(Tensor, Vec<usize>),
 }
 
 /// New tokens on top of a cached prefix, one part of a pass.
@@ -96,7 +99,11 @@ impl Transformer {
     /// The integer kernel's settings of the block projections, where any goes through it.
     fn integer(&self) -> Option<Integer> {
         let all = self.layers.iter().flat_map(|l| {
-            [l.attention.wqkv.integer(), l.attention.wo.integer(), l.mlp.gate_up.integer(), l.mlp.down.integer()]
+            let mixer = match &l.mixer {
+                Mixer::Attention(a) => [a.wqkv.integer(), a.wo.integer()],
+                Mixer::Delta(d) => [d.proj.integer(), d.out.integer()],
+            };
+            [mixer[0], mixer[1], l.mlp.gate_up.integer(), l.mlp.down.integer()]
         });
         all.flatten().next()
     }
@@ -159,7 +166,7 @@ impl Transformer {
     /// too when the model has local layers) and its layout.
     fn pass<'a>(&'a self, segs: &'a [Segment<'a>], keep: &'a KeepKv) -> candle_core::Result<Pass<'a>> {
         let positions: Vec<u32> = segs.iter().flat_map(|g| g.positions.iter().copied()).collect();
-        let local = self.layers.iter().any(|l| l.attention.local);
+        let local = self.layers.iter().any(|l| matches!(&l.mixer, Mixer::Attention(a) if a.local));
         let rope = self.rope.rows(&positions, local, &self.device)?;
         let window = self.cfg.gemma.as_ref().filter(|_| local).map(|g| g.sliding_window);
         let running = Running {

@@ -86,6 +86,9 @@ pub(crate) struct Pass<'a> {
     pub masks: Masks,
     /// With several segments and attention as matmuls, the gathers of [`Orders`].
     pub orders: Option<Orders>,
+    /// For a model with recurrent layers, each segment's rows' parents: the row each follows
+    /// on its path, `None` for the prefix's end (`delta::parents`); empty otherwise.
+    pub parents: Vec<Vec<Option<usize>>>,
 }
 
 /// The gathers that put a pass's q, k and v in segment order (rows `(segment, head, token)`, so
@@ -135,7 +138,14 @@ impl<'a> Pass<'a> {
             true => Some(Orders::new(segs, &offsets, (h, kvh), rows, device)?),
             false => None,
         };
+        let parents = match cfg.hybrid.is_some() {
+            true => {
+                segs.iter().map(|g| super::delta::parents(&g.mask, g.past.len())).collect::<candle_core::Result<_>>()?
+            }
+            false => vec![],
+        };
         Ok(Pass {
+            parents,
             segs,
             keep,
             cfg,

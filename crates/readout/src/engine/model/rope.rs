@@ -26,7 +26,9 @@ pub(crate) fn frequencies(theta: f32, head_dim: usize) -> Vec<f32> {
 impl Rope {
     /// The RoPE `cfg` describes.
     pub(crate) fn new(cfg: &ModelConfig) -> Self {
-        let mut inv = frequencies(cfg.rope_theta, cfg.head_dim);
+        // Qwen3.5 turns the first `rotary_dim` dimensions of each head, with their own frequencies.
+        let turned = cfg.hybrid.as_ref().map_or(cfg.head_dim, |h| h.rotary_dim);
+        let mut inv = frequencies(cfg.rope_theta, turned);
         // Llama 3's scaling divides each pair's frequency by its factor, as llama.cpp's rope does.
         if let Some(f) = &cfg.rope_factors {
             for (inv, f) in inv.iter_mut().zip(f) {

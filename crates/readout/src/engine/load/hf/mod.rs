@@ -5,10 +5,10 @@
 
 mod gemma;
 
-use super::build::{build, BlockKeys};
+use super::build::{build, BlockKeys, DeltaKeys};
 use super::tokenizer_config::{hf_chat_template, read_tokenizer_config};
 use super::{map, Loaded, TokenizerSource};
-use crate::engine::config::{self, Architecture, ModelConfig, RopeStyle};
+use crate::engine::config::{self, Architecture, Hybrid, ModelConfig, RopeStyle};
 use crate::engine::model::{Hold, LoadedWeight};
 use crate::engine::options::MatmulPath;
 use crate::engine::weights::Encoded;
@@ -39,6 +39,26 @@ pub(super) const HF_KEYS: BlockKeys = BlockKeys {
     up: "mlp.up_proj",
     down: "mlp.down_proj",
     norm_shift: 0.0,
+    delta: None,
+};
+
+/// Qwen3.5's names in a Hugging Face checkpoint; its norms store `w` of `1 + w` (but the
+/// DeltaNet's gated norm, read apart, is `w` itself).
+const QWEN35_KEYS: BlockKeys = BlockKeys {
+    norm_shift: 1.0,
+    delta: Some(DeltaKeys {
+        qkv: "linear_attn.in_proj_qkv",
+        z: "linear_attn.in_proj_z",
+        b: "linear_attn.in_proj_b",
+        a: "linear_attn.in_proj_a",
+        conv: "linear_attn.conv1d",
+        dt_bias: "linear_attn.dt_bias",
+        a_param: "linear_attn.A_log",
+        a_is_log: true,
+        norm: "linear_attn.norm",
+        out: "linear_attn.out_proj",
+    }),
+    ..HF_KEYS
 };
 
 /// The fields of a Hugging Face `config.json` we read.
@@ -94,6 +114,59 @@ pub(super) struct HfConfig {
     /// Qwen2's sliding window switch (off in every released Qwen2 and Qwen2.5 checkpoint).
     #[serde(default)]
     use_sliding_window: Option<bool>,
+    // Qwen3.5 (`Qwen3_5TextConfig`): the DeltaNet layers' shape; the share of each head RoPE
+    // turns (in `rope_parameters` in transformers 5, at the top level before).
+    #[serde(default)]
+    linear_conv_kernel_dim: Option<usize>,
+    #[serde(default)]
+    linear_key_head_dim: Option<usize>,
+    #[serde(default)]
+    linear_value_head_dim: Option<usize>,
+    #[serde(default)]
+    linear_num_key_heads: Option<usize>,
+    #[serde(default)]
+    linear_num_value_heads: Option<usize>,
+    #[serde(default)]
+    partial_rotary_factor: Option<f64>,
+    #[serde(default)]
+    full_attention_interval: Option<usize>,
+}
+
+/// Qwen3.5's DeltaNet shape and layer types from its `config.json` (transformers' defaults where
+/// a field is absent, as `Qwen3_5TextConfig` has them).
+fn hybrid(hf: &HfConfig, head_dim: usize, cfg_path: &Path) -> Result<Hybrid> {
+    let n = hf.num_hidden_layers;
+    let recurrent = match &hf.layer_types {
+        Some(types) => types
+            .iter()
+            .map(|t| match t.as_str() {
+                "linear_attention" => Ok(true),
+                "full_attention" => Ok(false),
+                other => Err(Error::BadModelConfig {
+                    path: cfg_path.to_path_buf(),
+                    detail: format!("layer type `{other}`; a Qwen3.5 layer is `linear_attention` or `full_attention`"),
+                }),
+            })
+            .collect::<Result<Vec<bool>>>()?,
+        None => Hybrid::pattern(n, hf.full_attention_interval.unwrap_or(4)),
+    };
+    let factor = hf
+        .rope_parameters
+        .as_ref()
+        .and_then(|p| p.get("partial_rotary_factor"))
+        .and_then(|f| f.as_f64())
+        .or(hf.partial_rotary_factor)
+        .unwrap_or(0.25);
+    Ok(Hybrid {
+        recurrent_layers: recurrent,
+        rotary_dim: (head_dim as f64 * factor) as usize,
+        key_heads: hf.linear_num_key_heads.unwrap_or(16),
+        key_dim: hf.linear_key_head_dim.unwrap_or(128),
+        value_heads: hf.linear_num_value_heads.unwrap_or(32),
+        value_dim: hf.linear_value_head_dim.unwrap_or(128),
+        conv_kernel: hf.linear_conv_kernel_dim.unwrap_or(4),
+        tiled_heads: false,
+    })
 }
 
 /// The RoPE scaling of a llama-family `config.json` (`rope_scaling`, or newer transformers'
@@ -129,6 +202,34 @@ fn hf_rope_factors(hf: &HfConfig, theta: f32, head_dim: usize, cfg_path: &Path) 
     }
 }
 
+/// A multimodal checkpoint's `config.json` (Qwen3.5's `Qwen3_5ForConditionalGeneration`) keeps
+/// the language model's shape in `text_config`: that object, with the outer architecture (and
+/// dtype where the inner one has none), is the config read; any other is read as it is.
+fn text_config(mut value: serde_json::Value) -> serde_json::Value {
+    let Some(mut inner) = value.get_mut("text_config").map(serde_json::Value::take) else { return value };
+    if let Some(inner) = inner.as_object_mut() {
+        for key in ["architectures", "torch_dtype", "dtype", "tie_word_embeddings"] {
+            if let Some(v) = value.get(key) {
+                if key == "architectures" || !inner.contains_key(key) {
+                    inner.insert(key.to_string(), v.clone());
+                }
+            }
+        }
+    }
+    inner
+}
+
+/// Where a checkpoint keeps its language model's weights: `model.language_model.` in a
+/// multimodal one (its `config.json` has `text_config`), `model.` otherwise.
+fn weight_prefix(dir: &Path) -> &'static str {
+    let text = std::fs::read_to_string(dir.join("config.json")).unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    match value.get("text_config") {
+        Some(_) => "model.language_model.",
+        None => "model.",
+    }
+}
+
 /// The model's shape from `config.json` (validated), and its `torch_dtype`.
 pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let cfg_path = dir.join("config.json");
@@ -144,10 +245,12 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
             "cannot read it ({e}); a Hugging Face model directory needs config.json, tokenizer.json and *.safetensors"
         ),
     })?;
-    let hf: HfConfig = serde_json::from_str(&text).map_err(|e| Error::BadModelConfig {
+    let unusable = |e: serde_json::Error| Error::BadModelConfig {
         path: cfg_path.clone(),
         detail: format!("not a usable config.json ({e}); get a complete copy of the model directory from its source"),
-    })?;
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(unusable)?;
+    let hf: HfConfig = serde_json::from_value(text_config(value)).map_err(unusable)?;
     let arch_name = hf.architectures.first().cloned().or(hf.model_type.clone()).unwrap_or_default();
     let arch = Architecture::from_name(&arch_name)
         .or_else(|| hf.model_type.as_deref().and_then(Architecture::from_name))
@@ -155,7 +258,7 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
     let dtype = hf.torch_dtype.clone().or(hf.dtype.clone()).unwrap_or_else(|| "float32".into());
     let gemma = match arch {
         Architecture::Gemma3 => Some(gemma::config(&hf, &dtype, &cfg_path)?),
-        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 => None,
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Qwen3 | Architecture::Qwen35 => None,
     };
     if arch == Architecture::Qwen2 && hf.use_sliding_window == Some(true) {
         return Err(Error::BadModelConfig {
@@ -176,6 +279,10 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
         // Gemma3TextConfig's default base is 1,000,000.
         (Architecture::Gemma3, true) => global_theta.or(hf.rope_theta).unwrap_or(1_000_000.0),
         _ => hf.rope_theta.or(param_theta.map(|t| t as f32)).unwrap_or(10_000.0),
+    };
+    let hybrid = match arch {
+        Architecture::Qwen35 => Some(hybrid(&hf, head_dim, &cfg_path)?),
+        _ => None,
     };
     let rope_factors = match arch {
         Architecture::Gemma3 => None,
@@ -204,6 +311,7 @@ pub(crate) fn hf_config(dir: &Path) -> Result<(ModelConfig, String)> {
         rope_style: RopeStyle::Halves,
         rope_factors,
         gemma,
+        hybrid,
     };
     cfg.validate().map_err(|d| Error::BadModelConfig { path: cfg_path.clone(), detail: d })?;
     Ok((cfg, dtype))
@@ -267,12 +375,12 @@ pub(super) fn load(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
             where_.get(name).ok_or_else(|| bad("not in the safetensors files".into()))?;
         let (rows, cols) = match shape[..] {
             [n] => (1, n),
-            [r, c] => (r, c),
+            // A depthwise convolution's `[channels, 1, kernel]` (Qwen3.5's conv1d).
+            [r, c] | [r, 1, c] => (r, c),
             _ => return Err(bad(format!("has shape {shape:?}; a weight has one or two dimensions"))),
         };
         Ok(LoadedWeight::Encoded(Encoded::new(mapped.clone(), *offset, *dtype, rows, cols).map_err(bad)?))
     };
-    let gemma = cfg.architecture == Architecture::Gemma3;
     // Gemma 3's embedding scale is rounded to the embedding's own dtype.
     if let (Some(g), Some((_, _, dtype, _))) = (cfg.gemma.as_mut(), where_.get("model.embed_tokens.weight")) {
         use candle_core::quantized::GgmlDType;
@@ -283,18 +391,23 @@ pub(super) fn load(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         };
         g.embed_scale = gemma::embed_scale(cfg.hidden_size, name);
     }
-    let names = |i: usize, k: &str| format!("model.layers.{i}.{k}.weight");
+    let prefix = weight_prefix(dir);
+    let names = |i: usize, k: &str| format!("{prefix}layers.{i}.{k}.weight");
     let model = build(
         &cfg,
         device,
         Hold { matmul: MatmulPath::Dense, ..hold },
         dir,
         &mut get,
-        "model.embed_tokens.weight",
-        "model.norm.weight",
+        &format!("{prefix}embed_tokens.weight"),
+        &format!("{prefix}norm.weight"),
         "lm_head.weight",
         names,
-        if gemma { gemma::KEYS } else { HF_KEYS },
+        match cfg.architecture {
+            Architecture::Gemma3 => gemma::KEYS,
+            Architecture::Qwen35 => QWEN35_KEYS,
+            _ => HF_KEYS,
+        },
     )?;
     let tok_path = dir.join("tokenizer.json");
     if !tok_path.exists() {
