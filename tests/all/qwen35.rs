@@ -130,3 +130,53 @@ fn the_prompt_tree_gives_the_plain_pass_on_a_recurrent_model() {
     tree_paths_equal_the_plain_pass(&engine_at(&fixtures().join("hf-f32")), "hf-f32");
     tree_paths_equal_the_plain_pass(&engine_at(&fixtures().join("tiny-f32.gguf")), "gguf");
 }
+
+/// Decision GGUFs of each letter contract (`openjev`, `lev`, `nimble`; made from the tiny model
+/// by `bench/systemone/make-decision-fixtures`) answer every request as llama.cpp b11434's
+/// `/v1/systemone` answered it (`x_debias: none`: Readout's orderings on top are off): the same
+/// pick, probabilities, scores and `noul` within 1e-4. Requests Readout's own checks refuse
+/// (a choice of one option) are not compared.
+#[test]
+fn decision_ggufs_answer_as_llama_cpp_s_systemone_endpoint() {
+    use readout::debias::DebiasMode;
+    use readout::jobs::systemone::SystemOneRequest;
+    let refs = json("decision-llamacpp.json");
+    let mut compared = 0;
+    for (file, x) in refs["files"].as_object().unwrap() {
+        let e = engine_at(&fixtures().join(file));
+        let contract = e.info().decision.clone().expect("a decision contract");
+        assert_eq!(contract.kind, x["decision_type"].as_str().unwrap(), "{file}");
+        for case in x["cases"].as_array().unwrap().iter().filter(|c| c["status"] == 200) {
+            let name = case["name"].as_str().unwrap();
+            let mut body = case["request"].clone();
+            body["model"] = Value::from("jev-latest");
+            body["x_debias"] = Value::from("none");
+            let Ok(request) = SystemOneRequest::from_value(body) else { continue };
+            let got = readout::jobs::systemone::decide(&e, &request, Default::default(), DebiasMode::Cyclic)
+                .unwrap_or_else(|err| panic!("{file} `{name}`: {err}"));
+            assert_eq!(got.x_debias, "none");
+            for (id, want) in case["response"]["answers"].as_object().unwrap() {
+                let have = &got.answers[id];
+                let at = format!("{file} `{name}` question `{id}`");
+                assert_eq!(have["type"], want["type"], "{at}");
+                assert_eq!(have["choice"], want["choice"], "{at}: {have} vs {want}");
+                for k in ["noul", "score", "confidence"] {
+                    if let Some(w) = want[k].as_f64() {
+                        let h = have[k].as_f64().unwrap_or(f64::NAN);
+                        assert!((h - w).abs() < 1e-4, "{at}: {k} {h} vs llama.cpp's {w}");
+                    }
+                }
+                if let Some(p) = want["probabilities"].as_object() {
+                    for (k, w) in p {
+                        let h = have["probabilities"][k].as_f64().unwrap_or(f64::NAN);
+                        assert!((h - w.as_f64().unwrap()).abs() < 1e-4, "{at}: P({k}) {h} vs llama.cpp's {w}");
+                    }
+                }
+                assert_eq!(have["legend"], want["legend"], "{at}");
+                assert_eq!(have["x_contract"], Value::from(contract.kind.clone()));
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 45, "only {compared} requests compared");
+}

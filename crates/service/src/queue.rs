@@ -10,9 +10,11 @@
 
 use readout::analysis::complete::{self, Completion};
 use readout::config::RunConfig;
+use readout::debias::DebiasMode;
 use readout::engine::Engine;
 use readout::jobs::request::ScoreJob;
 use readout::jobs::score::{Request as Scored, TextResult};
+use readout::jobs::systemone::{SystemOneRequest, SystemOneResponse};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +46,9 @@ pub enum Job {
     Score(Box<ScoreJob>),
     /// Complete prompts (`POST /v1/completions`, `/v1/chat/completions`).
     Complete(Vec<complete::Request>),
+    /// Ask a decision model a System One request by its contract (`POST /v1/systemone` on a
+    /// decision GGUF), with the server's default debias mode.
+    Decide(Box<SystemOneRequest>, DebiasMode),
 }
 
 /// What the model answered, by the kind of [`Job`].
@@ -51,6 +56,7 @@ pub enum Job {
 pub enum Answer {
     Score(Vec<TextResult>),
     Complete(Vec<Completion>),
+    Decided(Box<SystemOneResponse>),
 }
 
 struct Queued {
@@ -87,7 +93,15 @@ impl Pending {
     pub async fn scored(self) -> Result<Vec<TextResult>, Failed> {
         match self.answer().await? {
             Answer::Score(r) => Ok(r),
-            Answer::Complete(_) => Err(Failed::Batch("a score request was answered with completions".into())),
+            _ => Err(Failed::Batch("a score request was answered with something else".into())),
+        }
+    }
+
+    /// A System One request's answer by the model's contract.
+    pub async fn decided(self) -> Result<SystemOneResponse, Failed> {
+        match self.answer().await? {
+            Answer::Decided(r) => Ok(*r),
+            _ => Err(Failed::Batch("a decision request was answered with something else".into())),
         }
     }
 
@@ -95,7 +109,7 @@ impl Pending {
     pub async fn completed(self) -> Result<Vec<Completion>, Failed> {
         match self.answer().await? {
             Answer::Complete(c) => Ok(c),
-            Answer::Score(_) => Err(Failed::Batch("a completion request was answered with scores".into())),
+            _ => Err(Failed::Batch("a completion request was answered with something else".into())),
         }
     }
 }
@@ -166,6 +180,13 @@ fn schedule(engine: &Engine, mut rx: mpsc::Receiver<Queued>, queued: &AtomicUsiz
                     }
                 }
                 Job::Complete(requests) => completions.push(Completing { requests, reply: j.reply, gone: j.gone }),
+                Job::Decide(request, debias) => {
+                    // One at a time: each request's renderings share its own state.
+                    let start = Instant::now();
+                    let out = readout::jobs::contract::decide(engine, &request, debias);
+                    last_ms.store(start.elapsed().as_millis() as u64, Ordering::SeqCst);
+                    let _ = j.reply.send(out.map(|r| Answer::Decided(Box::new(r))).map_err(Failed::Request));
+                }
             }
         }
         for (config, group) in groups {

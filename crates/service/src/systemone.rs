@@ -210,6 +210,18 @@ async fn decide(s: &Arc<AppState>, headers: &HeaderMap, body: Body) -> Result<Re
             ),
         ));
     }
+    if s.engine.info().decision.is_some() {
+        // A decision model: asked by its own contract, one request at a time.
+        let pending = s
+            .queue
+            .submit(crate::queue::Job::Decide(Box::new(request), s.options.debias))
+            .map_err(ApiError::refused)?;
+        return match tokio::time::timeout_at(deadline.into(), pending.decided()).await {
+            Ok(Ok(response)) => Ok(Json(response).into_response()),
+            Ok(Err(e)) => Err(ApiError::failed(e)),
+            Err(_) => Err(ApiError::timeout(s.options.timeout)),
+        };
+    }
     let config = RunConfig::builder().build().map_err(ApiError::from_library)?;
     let job = request.job(config, s.options.debias).map_err(ApiError::from_library)?;
     let debias = job.config.debias;

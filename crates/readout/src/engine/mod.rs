@@ -14,6 +14,7 @@
 mod backends;
 mod batch;
 pub mod config;
+pub mod decision;
 pub mod device;
 pub mod gguf;
 pub mod kv;
@@ -121,6 +122,10 @@ pub struct ModelInfo {
     /// [`Engine::set_source`]; `None` for a model named by its path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::hub::ModelSource>,
+    /// A decision model's contract (its GGUF's `<arch>.decision.*`): how `/v1/systemone`
+    /// and `decide` ask it ([`crate::jobs::contract`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<decision::Contract>,
 }
 
 /// The letter logits read at the end of one suffix.
@@ -302,6 +307,7 @@ fn load_model(path: &Path, opts: &LoadOptions) -> Result<(load::Loaded, ModelInf
         attention: resolved.attention,
         fused_kernels: resolved.fused_kernels,
         source: None,
+        decision: loaded.decision.clone(),
         // No template chosen yet ([`Engine::load`] chooses one; a [`BareModel`] renders nothing).
         chat_template: "none".into(),
         chat_template_sha256: String::new(),

@@ -50,6 +50,9 @@ pub struct SystemOneRequest {
     pub questions: Vec<SystemOneQuestion>,
     /// `x_debias`: this request's debias mode, instead of the shell's default.
     pub debias: Option<DebiasMode>,
+    /// The request as it was sent: a decision model's template reads its values as they are
+    /// ([`crate::jobs::contract`]).
+    pub body: Map<String, Value>,
 }
 
 /// One question of a request.
@@ -181,7 +184,7 @@ impl SystemOneRequest {
         if !errors.is_empty() {
             return Err(Error::Invalid(errors));
         }
-        Ok(SystemOneRequest { model, state, questions, debias })
+        Ok(SystemOneRequest { model, state, questions, debias, body })
     }
 
     /// The questions as a rubric, in the request's order.
@@ -273,13 +276,17 @@ impl SystemOneRequest {
 
 /// Decide a request on `engine` alone (the CLI's `decide`, Python's `Judge.decide`; a server
 /// batches requests through [`crate::jobs::score::score_requests`] instead, with the same bits):
-/// its job under `config` ([`SystemOneRequest::job`]), its usage and its answer.
+/// its job under `config` ([`SystemOneRequest::job`]), its usage and its answer. A decision
+/// model (one whose file states a contract) is asked by its contract ([`crate::jobs::contract`]).
 pub fn decide(
     engine: &Engine,
     request: &SystemOneRequest,
     config: RunConfig,
     default: DebiasMode,
 ) -> Result<SystemOneResponse> {
+    if engine.info().decision.is_some() {
+        return crate::jobs::contract::decide(engine, request, default);
+    }
     let job = request.job(config, default)?;
     let usage = Usage { input_tokens: request.input_tokens(engine)?, output_tokens: 0 };
     let results = crate::jobs::score::score_texts(

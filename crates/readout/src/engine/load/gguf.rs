@@ -97,7 +97,28 @@ pub(super) fn load(path: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         eos_token,
         quantisation,
         name: get_str("general.name").unwrap_or_else(|| file_stem(path)),
+        decision: contract(md),
     })
+}
+
+/// A decision GGUF's contract: `<arch>.decision.type`, the `systemone` template and the
+/// temperatures (as llama.cpp reads every key under `<arch>.decision.temperature.`); `None` for
+/// a file without a decision type.
+fn contract(md: &HashMap<String, gguf_file::Value>) -> Option<crate::engine::decision::Contract> {
+    let arch = md.get("general.architecture")?.to_string().ok()?.clone();
+    let kind = md.get(&format!("{arch}.decision.type"))?.to_string().ok()?.clone();
+    let prefix = format!("{arch}.decision.temperature.");
+    let temperatures = md
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix(&prefix)?;
+            let t = v.to_f32().ok().or_else(|| v.to_f64().ok().map(|x| x as f32))?;
+            // llama.cpp reads the value as text printed with six decimals.
+            Some((name.to_string(), format!("{t:.6}").parse::<f32>().unwrap_or(t)))
+        })
+        .collect();
+    let template = md.get("tokenizer.chat_template.systemone").and_then(|v| v.to_string().ok()).cloned();
+    Some(crate::engine::decision::Contract { kind, template, temperatures })
 }
 
 /// The tokenizer fields of GGUF metadata; an error when the file carries no vocabulary.

@@ -39,6 +39,8 @@ pub(crate) struct Loaded {
     pub eos_token: Option<String>,
     pub quantisation: String,
     pub name: String,
+    /// A decision GGUF's contract.
+    pub decision: Option<crate::engine::decision::Contract>,
 }
 
 /// Where the tokenizer comes from.

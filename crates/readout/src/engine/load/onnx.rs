@@ -1020,6 +1020,7 @@ pub(super) fn load(dir: &Path, graph: &Path, device: &Device, hold: Hold) -> Res
         eos_token: tc.eos_token,
         quantisation: encodings(&g, &roles).join("+").to_uppercase(),
         name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        decision: None,
     })
 }
 

@@ -425,6 +425,7 @@ pub(super) fn load(dir: &Path, device: &Device, hold: Hold) -> Result<Loaded> {
         eos_token: tc.eos_token,
         quantisation: torch_dtype.to_uppercase(),
         name: dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        decision: None,
     })
 }
 
