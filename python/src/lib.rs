@@ -231,7 +231,7 @@ impl Judge {
             debias.parse().map_err(|e: String| ReadoutError::new_err(format!("debias: {e}")))?;
         let config = readout::config::RunConfig::builder().build().map_err(lib_err)?;
         let answer = py
-            .allow_threads(|| readout::jobs::systemone::decide(&self.engine, &request, config, default))
+            .allow_threads(|| readout::jobs::decide::decide(&self.engine, &request, config, default))
             .map_err(lib_err)?;
         to_json(&answer)
     }

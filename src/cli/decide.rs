@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use readout::config::RunConfig;
 use readout::debias::DebiasMode;
-use readout::jobs::systemone::{decide, SystemOneRequest};
+use readout::jobs::decide::decide;
+use readout::jobs::systemone::SystemOneRequest;
 use std::io::Read;
 use std::path::PathBuf;
 

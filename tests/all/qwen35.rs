@@ -152,7 +152,7 @@ fn decision_ggufs_answer_as_llama_cpp_s_systemone_endpoint() {
             body["model"] = Value::from("jev-latest");
             body["x_debias"] = Value::from("none");
             let Ok(request) = SystemOneRequest::from_value(body) else { continue };
-            let got = readout::jobs::systemone::decide(&e, &request, Default::default(), DebiasMode::Cyclic)
+            let got = readout::jobs::decide::decide(&e, &request, Default::default(), DebiasMode::Cyclic)
                 .unwrap_or_else(|err| panic!("{file} `{name}`: {err}"));
             assert_eq!(got.x_debias, "none");
             for (id, want) in case["response"]["answers"].as_object().unwrap() {

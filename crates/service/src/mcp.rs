@@ -222,7 +222,7 @@ impl Judge {
 }
 
 impl Judge {
-    /// The System One request read, queued and answered, as `decide` in [`readout::jobs::systemone`].
+    /// The System One request read, queued and answered, as `decide` in [`readout::jobs::decide`].
     async fn decide_queued(&self, p: DecideParams, cancelled: CancellationToken) -> Result<SystemOneResponse, String> {
         let body = serde_json::json!({
             "model": p.model.unwrap_or_else(|| ALIAS.to_string()),
@@ -231,6 +231,22 @@ impl Judge {
             "x_debias": p.x_debias,
         });
         let request = SystemOneRequest::from_value(body).map_err(|e| e.to_string())?;
+        if self.engine.info().decision.is_some() {
+            // A decision model: asked by its own contract.
+            let pending = self
+                .queue
+                .submit(crate::queue::Job::Decide(Box::new(request), DebiasMode::Cyclic))
+                .map_err(|_| "the server is busy or stopping; try again".to_string())?;
+            let answer = tokio::select! {
+                a = pending.decided() => a,
+                () = cancelled.cancelled() => return Err("the request was cancelled".into()),
+            };
+            return answer.map_err(|e| match e {
+                Failed::Request(e) => e.to_string(),
+                Failed::Batch(msg) => msg,
+                Failed::Dropped => "the queue dropped the request".into(),
+            });
+        }
         let config = RunConfig::builder().build().map_err(|e| e.to_string())?;
         let job = request.job(config, DebiasMode::Cyclic).map_err(|e| e.to_string())?;
         let debias = job.config.debias;

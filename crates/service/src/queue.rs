@@ -183,7 +183,7 @@ fn schedule(engine: &Engine, mut rx: mpsc::Receiver<Queued>, queued: &AtomicUsiz
                 Job::Decide(request, debias) => {
                     // One at a time: each request's renderings share its own state.
                     let start = Instant::now();
-                    let out = readout::jobs::contract::decide(engine, &request, debias);
+                    let out = readout::jobs::decide::by_contract(engine, &request, debias);
                     last_ms.store(start.elapsed().as_millis() as u64, Ordering::SeqCst);
                     let _ = j.reply.send(out.map(|r| Answer::Decided(Box::new(r))).map_err(Failed::Request));
                 }

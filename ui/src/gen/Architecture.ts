@@ -3,4 +3,4 @@
 /**
  * Which decoder family a model belongs to.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "qwen35";

@@ -8,7 +8,7 @@
 //! (`head`).
 
 use crate::engine::kv::{LayerKv, Prefix};
-use crate::engine::model::{block_head_rows, grouped_tree_mask, stem_tree_mask, KeepKv, Segment, Transformer};
+use crate::engine::model::{block_head_rows, grouped_tree_mask, stem_tree_mask, KeepKv, Mixer, Segment, Transformer};
 use crate::engine::options::PassOptions;
 use crate::engine::profile::{self, Stage};
 use crate::engine::{StemRead, Unit};
@@ -276,7 +276,8 @@ fn split_kept(
             for (u, &(i, _, n)) in kept.iter().enumerate() {
                 let layers = new_kv
                     .iter()
-                    .map(|l| match l.is_recurrent() {
+                    .zip(&model.layers)
+                    .map(|(l, layer)| match matches!(layer.mixer, Mixer::Delta(_)) {
                         // A recurrent layer's states, one a unit (`model::DeltaNet`).
                         true => {
                             let (conv, heads) = (l.k.dim(0)? / kept.len(), l.v.dim(0)? / kept.len());

@@ -2,7 +2,7 @@
 //! asked — llama.cpp's `<arch>.decision.type` (`openjev`, `lev`, `nimble`, and the head-based
 //! `kev`, `laya`, `clef`, `pplx-decider`), its named chat template `systemone`, and its
 //! temperatures `<arch>.decision.temperature.<type>[.<bucket>]`. Read here with the rest of the
-//! file; `jobs::contract` asks the model by it.
+//! file; `jobs::decide` asks the model by it.
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -123,7 +123,7 @@ pub struct ModelInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::hub::ModelSource>,
     /// A decision model's contract (its GGUF's `<arch>.decision.*`): how `/v1/systemone`
-    /// and `decide` ask it ([`crate::jobs::contract`]).
+    /// and `decide` ask it ([`crate::jobs::decide`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<decision::Contract>,
 }

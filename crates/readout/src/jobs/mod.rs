@@ -6,7 +6,7 @@
 //! for a person to label and turns the labels into agreement and corrected rates.
 
 pub mod answers;
-pub mod contract;
+pub mod decide;
 pub mod jury;
 pub mod request;
 pub mod review;

@@ -51,7 +51,7 @@ pub struct SystemOneRequest {
     /// `x_debias`: this request's debias mode, instead of the shell's default.
     pub debias: Option<DebiasMode>,
     /// The request as it was sent: a decision model's template reads its values as they are
-    /// ([`crate::jobs::contract`]).
+    /// ([`crate::jobs::decide`]).
     pub body: Map<String, Value>,
 }
 
@@ -272,33 +272,6 @@ impl SystemOneRequest {
         }
         SystemOneResponse { model: model.to_string(), answers, usage, x_debias: debias.to_string() }
     }
-}
-
-/// Decide a request on `engine` alone (the CLI's `decide`, Python's `Judge.decide`; a server
-/// batches requests through [`crate::jobs::score::score_requests`] instead, with the same bits):
-/// its job under `config` ([`SystemOneRequest::job`]), its usage and its answer. A decision
-/// model (one whose file states a contract) is asked by its contract ([`crate::jobs::contract`]).
-pub fn decide(
-    engine: &Engine,
-    request: &SystemOneRequest,
-    config: RunConfig,
-    default: DebiasMode,
-) -> Result<SystemOneResponse> {
-    if engine.info().decision.is_some() {
-        return crate::jobs::contract::decide(engine, request, default);
-    }
-    let job = request.job(config, default)?;
-    let usage = Usage { input_tokens: request.input_tokens(engine)?, output_tokens: 0 };
-    let results = crate::jobs::score::score_texts(
-        engine,
-        &job.rubric,
-        &job.texts,
-        &job.config,
-        &Default::default(),
-        &mut |_, _, _| true,
-    )?;
-    let result = results.first().ok_or_else(|| Error::Config("the state was not decided".into()))?;
-    Ok(request.response(&engine.info().name, result, usage, job.config.debias))
 }
 
 /// Question `id` of a request.

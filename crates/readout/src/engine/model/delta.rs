@@ -21,7 +21,7 @@ use super::pass::Pass;
 use super::KeepKv;
 use crate::engine::config::Hybrid;
 use crate::engine::kv::LayerKv;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 use std::collections::HashMap;
 
 /// A Gated DeltaNet layer's weights.
@@ -80,18 +80,16 @@ impl DeltaNet {
         for (gi, g) in pass.segs.iter().enumerate() {
             let (off, n) = (pass.offsets[gi], g.tokens.len());
             let start = self.past_state(g.past.recurrent(li))?;
-            let parents = &pass.parents[gi];
-            self.walk(
+            let mut own: Vec<usize> = ends.iter().filter(|&&e| e >= off && e < off + n).map(|e| e - off).collect();
+            own.sort_unstable();
+            let states = self.walk(
                 &p[off * width..(off + n) * width],
-                parents,
+                &pass.parents[gi],
                 &start,
                 &mut out[off * vd..(off + n) * vd],
-                |r, st| {
-                    if ends.contains(&(off + r)) {
-                        kept.push((off + r, st()));
-                    }
-                },
+                &own,
             )?;
+            kept.extend(own.iter().map(|r| r + off).zip(states));
         }
         let kv = match pass.keep {
             KeepKv::Nothing => None,
@@ -133,16 +131,18 @@ impl DeltaNet {
 
     /// The rows of one segment, `p` their projections (`[n, width]`), `parents` each row's
     /// parent among them (`None`: the prefix, whose state is `start`), each row's normed and
-    /// gated output written to `out` (`[n, value_heads·value_dim]`). `keep(r, state)` is called
-    /// after row `r` with a maker of its state.
+    /// gated output written to `out` (`[n, value_heads·value_dim]`); the states after the rows
+    /// `ends`, in their order. The convolution runs row by row (it is cheap); the recurrence,
+    /// which is not, runs each value head on its own thread, along all the rows.
     fn walk(
         &self,
         p: &[f32],
         parents: &[Option<usize>],
         start: &State,
         out: &mut [f32],
-        mut keep: impl FnMut(usize, &dyn Fn() -> State),
-    ) -> candle_core::Result<()> {
+        ends: &[usize],
+    ) -> candle_core::Result<Vec<State>> {
+        use rayon::prelude::*;
         let h = &self.shape;
         let (c, vd, vh) = (self.conv_dim(), h.value_heads * h.value_dim, h.value_heads);
         let (dk, dv) = (h.key_dim, h.value_dim);
@@ -150,6 +150,43 @@ impl DeltaNet {
         let n = parents.len();
         let k_taps = h.conv_kernel;
         let kd = h.key_heads * dk;
+        let rows = kernel_rows(h);
+        // The input of the tap `m` rows back along the path of row `r` (0: the row itself),
+        // into the prefix's last inputs past the segment's first row on the path.
+        let tap = |r: usize, m: usize| -> &[f32] {
+            let mut cur = r;
+            for depth in 0..m {
+                match parents[cur] {
+                    Some(q) => cur = q,
+                    None => {
+                        let back = m - depth - 1; // 0: the prefix's last input
+                        return &start.conv[(rows - 1 - back) * c..(rows - back) * c];
+                    }
+                }
+            }
+            &p[cur * width..cur * width + c]
+        };
+        // The causal convolution along each row's path, SiLU, q and k L2-normalised, q scaled.
+        let scale = 1.0 / (dk as f32).sqrt();
+        let mut mixed = vec![0f32; n * c];
+        for (r, conv_out) in mixed.chunks_exact_mut(c).enumerate() {
+            for m in 0..k_taps.min(rows + 1) {
+                let input = tap(r, m);
+                let j = k_taps - 1 - m;
+                for (ch, o) in conv_out.iter_mut().enumerate() {
+                    *o += self.conv[ch * k_taps + j] * input[ch];
+                }
+            }
+            conv_out.iter_mut().for_each(|v| *v = silu(*v));
+            let (q_all, rest) = conv_out.split_at_mut(kd);
+            for head in q_all.chunks_exact_mut(dk) {
+                l2_normalise(head, 1e-6);
+                head.iter_mut().for_each(|v| *v *= scale);
+            }
+            for head in rest[..kd].chunks_exact_mut(dk) {
+                l2_normalise(head, 1e-6);
+            }
+        }
         // Which rows' states a later row starts from, other than the next row.
         let mut children = vec![0usize; n];
         let mut away = vec![false; n];
@@ -161,123 +198,89 @@ impl DeltaNet {
                 }
             }
         }
-        let mut saved: HashMap<usize, Vec<f32>> = HashMap::new();
-        let mut s = start.s.clone();
-        let mut s_row: Option<usize> = None;
-        let scale = 1.0 / (dk as f32).sqrt();
-        let mut conv_out = vec![0f32; c];
-        let mut o = vec![0f32; dv];
-        // The input of the tap `m` rows back along the path of row `r` (0: the row itself).
-        let tap = |r: usize, m: usize| -> &[f32] {
-            let mut cur = Some(r);
-            let mut depth = 0;
-            while depth < m {
-                match cur {
-                    Some(q) => cur = parents[q],
-                    None => break,
-                }
-                depth += 1;
-            }
-            match cur {
-                Some(q) if depth == m => &p[q * width..q * width + c],
-                _ => {
-                    // Into the prefix: `m − depth_in_segment` rows before its end.
-                    let mut in_seg = 0;
-                    let mut q = Some(r);
-                    while let Some(x) = q {
-                        in_seg += 1;
-                        q = parents[x];
-                    }
-                    let back = m - in_seg; // 0: the prefix's last input
-                    let rows = kernel_rows(h);
-                    &start.conv[(rows - 1 - back) * c..(rows - back) * c]
-                }
-            }
-        };
-        for r in 0..n {
-            let x = &p[r * width..(r + 1) * width];
-            // The state this row starts from.
-            match parents[r] {
-                Some(q) if s_row == Some(q) => {}
-                Some(q) => {
-                    s = saved.get(&q).cloned().ok_or_else(|| {
-                        candle_core::Error::Msg(format!("the state of row {q} was not kept for row {r}"))
-                    })?
-                }
-                None => s.clone_from(&start.s),
-            }
-            // The causal convolution along the row's path, then SiLU.
-            conv_out.iter_mut().for_each(|v| *v = 0.0);
-            for m in 0..k_taps {
-                let input = tap(r, m);
-                let j = k_taps - 1 - m;
-                for (ch, o) in conv_out.iter_mut().enumerate() {
-                    *o += self.conv[ch * k_taps + j] * input[ch];
-                }
-            }
-            conv_out.iter_mut().for_each(|v| *v = silu(*v));
-            let (q_all, rest) = conv_out.split_at_mut(kd);
-            let (k_all, v_all) = rest.split_at_mut(kd);
-            for head in q_all.chunks_exact_mut(dk) {
-                l2_normalise(head, 1e-6);
-                head.iter_mut().for_each(|v| *v *= scale);
-            }
-            for head in k_all.chunks_exact_mut(dk) {
-                l2_normalise(head, 1e-6);
-            }
-            let z = &x[c..c + vd];
-            let b = &x[c + vd..c + vd + vh];
-            let a = &x[c + vd + vh..c + vd + 2 * vh];
-            for hv in 0..vh {
+        // Each value head along all the rows: its outputs `[n, dv]` and its states at `ends`.
+        let heads: Vec<(Vec<f32>, Vec<Vec<f32>>)> = (0..vh)
+            .into_par_iter()
+            .map(|hv| -> candle_core::Result<(Vec<f32>, Vec<Vec<f32>>)> {
                 let kh = h.key_head_of(hv);
-                let (q, k) = (&q_all[kh * dk..(kh + 1) * dk], &k_all[kh * dk..(kh + 1) * dk]);
-                let v = &v_all[hv * dv..(hv + 1) * dv];
-                let beta = sigmoid(b[hv]);
-                let decay = (self.a[hv] * softplus(a[hv] + self.dt_bias[hv])).exp();
-                let st = &mut s[hv * dk * dv..(hv + 1) * dk * dv];
-                st.iter_mut().for_each(|x| *x *= decay);
-                // delta = β (v − Sᵀk)
-                o.copy_from_slice(v);
-                for (i, row) in st.chunks_exact(dv).enumerate() {
-                    let ki = k[i];
-                    for (d, &sv) in o.iter_mut().zip(row) {
-                        *d -= sv * ki;
+                let own = |st: &[f32]| st[hv * dk * dv..(hv + 1) * dk * dv].to_vec();
+                let mut s = own(&start.s);
+                let mut s_row: Option<usize> = None;
+                let mut saved: HashMap<usize, Vec<f32>> = HashMap::new();
+                let mut outs = vec![0f32; n * dv];
+                let mut at_ends = Vec::with_capacity(ends.len());
+                let mut delta = vec![0f32; dv];
+                for r in 0..n {
+                    match parents[r] {
+                        Some(q) if s_row == Some(q) => {}
+                        Some(q) => {
+                            s = saved.get(&q).cloned().ok_or_else(|| {
+                                candle_core::Error::Msg(format!("the state of row {q} was not kept for row {r}"))
+                            })?
+                        }
+                        None => s = own(&start.s),
+                    }
+                    let x = &p[r * width..(r + 1) * width];
+                    let m = &mixed[r * c..(r + 1) * c];
+                    let q = &m[kh * dk..(kh + 1) * dk];
+                    let k = &m[kd + kh * dk..kd + (kh + 1) * dk];
+                    let v = &m[2 * kd + hv * dv..2 * kd + (hv + 1) * dv];
+                    let beta = sigmoid(x[c + vd + hv]);
+                    let decay = (self.a[hv] * softplus(x[c + vd + vh + hv] + self.dt_bias[hv])).exp();
+                    // delta = β (v − (decay·S)ᵀk), the decay folded into the sweep.
+                    delta.copy_from_slice(v);
+                    for (row, &ki) in s.chunks_exact(dv).zip(k) {
+                        let w = ki * decay;
+                        for (d, &sv) in delta.iter_mut().zip(row) {
+                            *d -= sv * w;
+                        }
+                    }
+                    delta.iter_mut().for_each(|d| *d *= beta);
+                    // S ← decay·S + k ⊗ delta, and the output Sᵀq in the same sweep.
+                    let o = &mut outs[r * dv..(r + 1) * dv];
+                    for ((row, &ki), &qi) in s.chunks_exact_mut(dv).zip(k).zip(q) {
+                        for ((sv, &d), oj) in row.iter_mut().zip(&delta).zip(o.iter_mut()) {
+                            *sv = *sv * decay + ki * d;
+                            *oj += *sv * qi;
+                        }
+                    }
+                    // The gated norm.
+                    let ms = o.iter().map(|x| x * x).sum::<f32>() / dv as f32;
+                    let inv = 1.0 / (ms + self.eps).sqrt();
+                    let z = &x[c + hv * dv..c + (hv + 1) * dv];
+                    for ((oj, &w), &zj) in o.iter_mut().zip(&self.norm).zip(z) {
+                        *oj *= inv * w * silu(zj);
+                    }
+                    s_row = Some(r);
+                    if away[r] || children[r] > 1 {
+                        saved.insert(r, s.clone());
+                    }
+                    if ends.contains(&r) {
+                        at_ends.push(s.clone());
                     }
                 }
-                o.iter_mut().for_each(|d| *d *= beta);
-                // S += k ⊗ delta, and the output Sᵀq in the same sweep.
-                let delta = o.clone();
-                o.iter_mut().for_each(|x| *x = 0.0);
-                for (i, row) in st.chunks_exact_mut(dv).enumerate() {
-                    let (ki, qi) = (k[i], q[i]);
-                    for ((sv, &d), oj) in row.iter_mut().zip(&delta).zip(o.iter_mut()) {
-                        *sv += ki * d;
-                        *oj += *sv * qi;
-                    }
-                }
-                // The gated norm.
-                let ms = o.iter().map(|x| x * x).sum::<f32>() / dv as f32;
-                let inv = 1.0 / (ms + self.eps).sqrt();
-                let dst = &mut out[r * vd + hv * dv..r * vd + (hv + 1) * dv];
-                for j in 0..dv {
-                    dst[j] = o[j] * inv * self.norm[j] * silu(z[hv * dv + j]);
-                }
+                Ok((outs, at_ends))
+            })
+            .collect::<candle_core::Result<_>>()?;
+        for (hv, (outs, _)) in heads.iter().enumerate() {
+            for (r, o) in outs.chunks_exact(dv).enumerate() {
+                out[r * vd + hv * dv..r * vd + (hv + 1) * dv].copy_from_slice(o);
             }
-            s_row = Some(r);
-            if away[r] || children[r] > 1 {
-                saved.insert(r, s.clone());
-            }
-            let state = || {
-                let rows = kernel_rows(h);
+        }
+        // The states at the ends: the convolution's last inputs along the path, every head's state.
+        let states = ends
+            .iter()
+            .enumerate()
+            .map(|(e, &r)| {
                 let mut conv = vec![0f32; rows * c];
                 for m in 0..rows {
                     conv[(rows - 1 - m) * c..(rows - m) * c].copy_from_slice(tap(r, m));
                 }
-                State { conv, s: s.clone() }
-            };
-            keep(r, &state);
-        }
-        Ok(())
+                let s = heads.iter().flat_map(|(_, at)| at[e].iter().copied()).collect();
+                State { conv, s }
+            })
+            .collect();
+        Ok(states)
     }
 }
 
@@ -293,16 +296,6 @@ fn kept_ends(pass: &Pass<'_>) -> Vec<usize> {
         KeepKv::All => vec![pass.rows - 1],
         KeepKv::Rows(_, ends) => ends.clone(),
     }
-}
-
-/// Each row's parent in a segment whose mask is `mask` (`[n, past + n]`, additive): the last
-/// earlier new token it sees, or `None` when it sees none (it follows the prefix).
-pub(crate) fn parents(mask: &Tensor, past: usize) -> candle_core::Result<Vec<Option<usize>>> {
-    let m = mask.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
-    Ok(m.iter()
-        .enumerate()
-        .map(|(i, row)| (0..i).rev().find(|&j| row.get(past + j).is_some_and(|v| v.is_finite())))
-        .collect())
 }
 
 fn silu(x: f32) -> f32 {
@@ -331,13 +324,6 @@ fn l2_normalise(x: &mut [f32], eps: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_row_follows_the_last_new_token_it_sees() {
-        // A stem of 2 on a prefix of 1, then two leaves of 1 and 2 tokens.
-        let mask = crate::engine::model::stem_tree_mask(1, 2, &[1, 2], &Device::Cpu).unwrap();
-        assert_eq!(parents(&mask, 1).unwrap(), vec![None, Some(0), Some(1), Some(1), Some(3)]);
-    }
 
     #[test]
     fn the_step_by_hand() {

@@ -4,7 +4,7 @@
 //! tree mask to their sliding window. Additive masks: 0 where a key is seen, −∞ where not.
 
 use super::Segment;
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 
 /// Additive mask for a stem of `stem` tokens followed by `groups` of leaf tokens, over a
 /// prefix of `past` tokens: stem tokens see the prefix and the earlier stem tokens; a leaf
@@ -139,9 +139,26 @@ impl Masks {
     }
 }
 
+/// Each row's parent in a segment whose mask is `mask` (`[n, past + n]`, additive): the last
+/// earlier new token it sees, or `None` when it sees none (it follows the prefix).
+pub(crate) fn parents(mask: &Tensor, past: usize) -> candle_core::Result<Vec<Option<usize>>> {
+    let m = mask.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    Ok(m.iter()
+        .enumerate()
+        .map(|(i, row)| (0..i).rev().find(|&j| row.get(past + j).is_some_and(|v| v.is_finite())))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_follows_the_last_new_token_it_sees() {
+        // A stem of 2 on a prefix of 1, then two leaves of 1 and 2 tokens.
+        let mask = stem_tree_mask(1, 2, &[1, 2], &Device::Cpu).unwrap();
+        assert_eq!(parents(&mask, 1).unwrap(), vec![None, Some(0), Some(1), Some(1), Some(3)]);
+    }
     use crate::engine::kv::Prefix;
 
     #[test]

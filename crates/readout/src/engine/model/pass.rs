@@ -87,7 +87,7 @@ pub(crate) struct Pass<'a> {
     /// With several segments and attention as matmuls, the gathers of [`Orders`].
     pub orders: Option<Orders>,
     /// For a model with recurrent layers, each segment's rows' parents: the row each follows
-    /// on its path, `None` for the prefix's end (`delta::parents`); empty otherwise.
+    /// on its path, `None` for the prefix's end (`mask::parents`); empty otherwise.
     pub parents: Vec<Vec<Option<usize>>>,
 }
 
@@ -140,7 +140,7 @@ impl<'a> Pass<'a> {
         };
         let parents = match cfg.hybrid.is_some() {
             true => {
-                segs.iter().map(|g| super::delta::parents(&g.mask, g.past.len())).collect::<candle_core::Result<_>>()?
+                segs.iter().map(|g| super::mask::parents(&g.mask, g.past.len())).collect::<candle_core::Result<_>>()?
             }
             false => vec![],
         };

@@ -1,4 +1,5 @@
-//! A System One request asked of a decision model by its own contract ([`Contract`]): the
+//! A System One request decided: [`decide`] asks Readout's own prompt through the score job, or a
+//! decision model by its own contract ([`Contract`]): the
 //! prompt its `systemone` template renders, the labels or codes it was trained to answer with,
 //! its temperatures — as llama.cpp b11434's `/v1/systemone` asks it
 //! (`tools/server/server-decision.cpp`), so that a decision GGUF answers in Readout as it
@@ -17,6 +18,7 @@
 //! - `nimble`: lev's codes; the template also sees every question of the request.
 //! - the head-based types (`kev`, `laya`, `clef`, `pplx-decider`) are refused by name.
 
+use crate::config::RunConfig;
 use crate::debias::{self, DebiasMode};
 use crate::engine::decision::{head_based, Contract, LETTER_TYPES};
 use crate::engine::{Engine, Prefix, Suffix};
@@ -269,8 +271,35 @@ fn orders(contract: &Contract, q: &Asked, mode: DebiasMode) -> Result<Vec<Vec<us
     Ok(out)
 }
 
+/// Decide a request on `engine` alone (the CLI's `decide`, Python's `Judge.decide`; a server
+/// batches requests through [`crate::jobs::score::score_requests`] instead, with the same bits):
+/// its job under `config` ([`SystemOneRequest::job`]), its usage and its answer. A decision
+/// model (one whose file states a contract) is asked by its contract ([`by_contract`]).
+pub fn decide(
+    engine: &Engine,
+    request: &SystemOneRequest,
+    config: RunConfig,
+    default: DebiasMode,
+) -> Result<SystemOneResponse> {
+    if engine.info().decision.is_some() {
+        return by_contract(engine, request, default);
+    }
+    let job = request.job(config, default)?;
+    let usage = Usage { input_tokens: request.input_tokens(engine)?, output_tokens: 0 };
+    let results = crate::jobs::score::score_texts(
+        engine,
+        &job.rubric,
+        &job.texts,
+        &job.config,
+        &Default::default(),
+        &mut |_, _, _| true,
+    )?;
+    let result = results.first().ok_or_else(|| Error::Config("the state was not decided".into()))?;
+    Ok(request.response(&engine.info().name, result, usage, job.config.debias))
+}
+
 /// Decide `request` on a decision model by its contract, with `default` the shell's debias mode.
-pub fn decide(engine: &Engine, request: &SystemOneRequest, default: DebiasMode) -> Result<SystemOneResponse> {
+pub fn by_contract(engine: &Engine, request: &SystemOneRequest, default: DebiasMode) -> Result<SystemOneResponse> {
     let contract =
         engine.info().decision.clone().ok_or_else(|| Error::Config("the model states no decision contract".into()))?;
     if let Some(missing) = head_based(&contract.kind) {
