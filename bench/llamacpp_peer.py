@@ -157,14 +157,22 @@ def last_logits(llm, ids):
     return [float(ptr[i]) for i in ids]
 
 
+RECOMPUTED = {"prompts": 0}
+
+
 def truncate_cache(llm, keep):
-    """Drop KV cache entries from position `keep` on, for all sequences."""
+    """Drop KV cache entries from position `keep` on, for all sequences. A recurrent model's
+    memory (Qwen3.5's DeltaNet states) cannot be cut back: llama.cpp refuses, and the prompt is
+    then evaluated from the start (counted in RECOMPUTED)."""
     ctx = llm._ctx
     # 0.3.36: _ctx.kv_cache_seq_rm wraps llama_memory_seq_rm (and maps seq -1 to 0)
     rm = getattr(ctx, "kv_cache_seq_rm", None) or getattr(ctx, "memory_seq_rm")
     if not rm(-1, keep, -1):
-        die(f"KV cache truncation to {keep} tokens failed")
+        RECOMPUTED["prompts"] += 1
+        llm.reset()
+        return 0
     llm.n_tokens = keep
+    return keep
 
 
 def eval_cold(llm, ids):
@@ -181,7 +189,7 @@ def eval_reuse(llm, ids, prev):
             lcp += 1
     # evaluate at least one token so the last position's logits are fresh
     lcp = min(lcp, len(ids) - 1)
-    truncate_cache(llm, lcp)
+    lcp = truncate_cache(llm, lcp)
     llm.eval(ids[lcp:])
     return len(ids) - lcp
 
@@ -299,6 +307,7 @@ def cmd_run(args):
         "prompts": len(prompts),
         "prompt_tokens": sum(len(t) for t in toks),
         "tokens_evaluated": evaluated,
+        "prompts_recomputed_whole": RECOMPUTED["prompts"],
         "peak_rss_bytes": peak_rss_bytes(),
         "per_prompt": [
             dict({"id": p["id"], "letter_logits": l},

@@ -848,6 +848,9 @@ pub struct ModelEntry {
     /// The chat template chosen for it in the settings (a family's name or a Jinja file), which
     /// wins over its own; absent: its own.
     pub chat_template: Option<String>,
+    /// The decision contract the file states (`openjev`, `lev`, `nimble` …): System One requests
+    /// ask it by that contract, not Readout's prompt. Absent: not a decision model.
+    pub decision: Option<String>,
 }
 
 impl ModelEntry {
@@ -867,6 +870,7 @@ impl ModelEntry {
             config,
             has_chat_template: true,
             chat_template: None,
+            decision: None,
         }
     }
 }
@@ -879,6 +883,7 @@ fn model_entry(path: &Path, settings: &Settings) -> Res<ModelEntry> {
     Ok(ModelEntry {
         has_chat_template: md.has_chat_template,
         chat_template: settings.chat_templates.get(path).cloned(),
+        decision: md.decision,
         size_bytes: md.file_bytes,
         licence: about.licence,
         ..ModelEntry::new(name, path.to_path_buf(), md.quantisation, md.config)

@@ -36,4 +36,9 @@ has_chat_template: boolean,
  * The chat template chosen for it in the settings (a family's name or a Jinja file), which
  * wins over its own; absent: its own.
  */
-chat_template: string | null, };
+chat_template: string | null, 
+/**
+ * The decision contract the file states (`openjev`, `lev`, `nimble` …): System One requests
+ * ask it by that contract, not Readout's prompt. Absent: not a decision model.
+ */
+decision: string | null, };

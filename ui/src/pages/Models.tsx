@@ -16,6 +16,14 @@ export type SettingsState = { status: 'loading' } | { status: 'ready'; settings:
 type DerivedState = { status: 'idle' } | { status: 'loading' } | { status: 'ready'; d: Derivation } | { status: 'error'; message: string };
 
 /** The output layer's cost for one model: the library's DERIVED figures (`readout derive`), shown as they come. */
+/** A model's layers in words: a hybrid's (Qwen3.5) Gated DeltaNet and attention layers apart. */
+function layers(m: ModelEntry): string {
+  const h = m.config.hybrid;
+  if (!h) return String(m.config.num_layers);
+  const recurrent = h.recurrent_layers.filter((r) => r).length;
+  return `${m.config.num_layers} (${recurrent} Gated DeltaNet, ${m.config.num_layers - recurrent} attention)`;
+}
+
 function Derived(props: { models: ModelEntry[] }) {
   const [source, setSource] = useState('');
   const [letters, setLetters] = useState(4);
@@ -313,6 +321,14 @@ function ModelCard(props: {
       <p class="model-good" data-testid="model-good-for">
         {m.good_for}
       </p>
+      {m.decision && (
+        <p class="small" data-testid="model-decision">
+          <Badge kind="ok" title="The file states how it is to be asked: System One requests (serve, decide) use its own prompt, labels and temperatures.">
+            decision model · {m.decision}
+          </Badge>{' '}
+          Asked by the contract in its file on System One requests.
+        </p>
+      )}
       {needsTemplate && (
         <p class="small" data-testid="needs-template">
           <Badge kind="close" title="The model carries no chat template (a base model?): choose the one it was trained with.">
@@ -341,7 +357,7 @@ function ModelCard(props: {
           <dt>Hidden size</dt>
           <dd>{int(m.config.hidden_size)}</dd>
           <dt>Layers</dt>
-          <dd>{m.config.num_layers}</dd>
+          <dd data-testid="model-layers">{layers(m)}</dd>
           {!templateOnCard && (
             <>
               <dt>Chat template</dt>

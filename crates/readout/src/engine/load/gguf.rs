@@ -331,7 +331,8 @@ pub(super) fn metadata(content: &gguf_file::Content, data: &[u8], path: &Path, f
         .unwrap_or_else(|| file_stem(path));
     let has_chat_template = content.metadata.contains_key("tokenizer.chat_template");
     let licence = content.metadata.get("general.license").and_then(|v| v.to_string().ok()).cloned();
-    Ok(Metadata { config, name, quantisation: encoding(content), file_bytes, has_chat_template, licence })
+    let decision = contract(&content.metadata).map(|c| c.kind);
+    Ok(Metadata { config, name, quantisation: encoding(content), file_bytes, has_chat_template, licence, decision })
 }
 
 /// The file's encoding as a person names it (`Q4_K_M`, `Q8_0`, `F16`): the type mix the file

@@ -100,6 +100,8 @@ pub struct Metadata {
     pub has_chat_template: bool,
     /// The licence the file states (GGUF `general.license`, e.g. `apache-2.0`), if it does.
     pub licence: Option<String>,
+    /// A decision GGUF's contract type (`openjev`, `lev`, `nimble` …), if it states one.
+    pub decision: Option<String>,
 }
 
 /// Read only the shape of a model: the GGUF header (metadata and tensor table) or config.json.
@@ -120,6 +122,7 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
             file_bytes: s.weight_bytes,
             has_chat_template: hf_chat_template(tok_dir, from_config)?.is_some(),
             licence: None,
+            decision: None,
         });
     }
     if path.is_dir() {
@@ -136,6 +139,7 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Metadata> {
             file_bytes,
             has_chat_template,
             licence: None,
+            decision: None,
         });
     }
     let (file, content) = crate::engine::gguf::open(path)?;
