@@ -1462,6 +1462,7 @@ fn the_ui_contract_types_and_mock_fixtures_are_written() {
             ..ModelEntry::new(readout::models::name_of(path), path.into(), quant.into(), config)
         }
     })
+    .chain(std::iter::once(onejev_entry()))
     .collect();
     let mut derivations = Vec::new();
     for m in &models {
@@ -1735,3 +1736,25 @@ fn calibrate_from_a_run_writes_what_readout_calibrate_writes_beside_it() {
     let e = said(call(&app, "calibrate_result", json!({"file": elsewhere})).unwrap_err());
     assert!(e.contains("results folder") && !elsewhere.with_extension("calibration.json").exists(), "{e}");
 }
+
+/// A Qwen3.5 decision model as the Models page shows it (the mock's `?decision=1`): the contract
+/// and the hybrid's layer types read from the committed tiny openjev GGUF, the shape Qwen3.5-0.8B's
+/// public one (24 layers, every fourth full attention), the size the Q4_K_M file of that shape has
+/// (`bench/make-qwen35-shaped`).
+fn onejev_entry() -> readout_app_lib::commands::ModelEntry {
+    use readout_app_lib::commands::ModelEntry;
+    let md = readout::engine::read_metadata(&repo().join("tests/fixtures/qwen35/decision-openjev.gguf")).unwrap();
+    let mut config = md.config;
+    let hybrid = config.hybrid.as_mut().unwrap();
+    hybrid.recurrent_layers = readout::engine::config::Hybrid::pattern(24, 4);
+    (hybrid.rotary_dim, hybrid.key_heads, hybrid.key_dim, hybrid.value_heads, hybrid.value_dim) = (64, 16, 128, 16, 128);
+    (config.vocab_size, config.hidden_size, config.intermediate_size, config.num_layers) = (248_320, 1024, 3584, 24);
+    (config.num_heads, config.num_kv_heads, config.head_dim, config.tie_embeddings) = (8, 2, 256, true);
+    let path = std::path::Path::new("/home/me/models/OneJev-1.6-0.8B-Q4_K_M.gguf");
+    ModelEntry {
+        size_bytes: 529_290_816,
+        decision: md.decision,
+        ..ModelEntry::new(readout::models::name_of(path), path.into(), "Q4_K_M".into(), config)
+    }
+}
+

@@ -93,6 +93,8 @@ const FAIL = new Set((query.get('fail') ?? '').split(',').filter(Boolean));
 const BADSET = query.get('badset') === '1';
 const FALLBACK = query.get('fallback') === '1';
 const OLD = query.get('old') === '1';
+/** A Qwen3.5 decision model among the models (the fixture's OneJev 0.8B). */
+const DECISION = query.get('decision') === '1';
 
 /** A command's error as the shell gives it (`AppError`): one plain sentence, the fix the window
  * offers as a button, and the library's own text for Details. */
@@ -171,7 +173,7 @@ const runFor = (debias: DebiasMode) => (debias === 'none' ? RUNS[1] : RUNS[0]);
 
 // ---- models (made by the library from their published shapes) ----
 
-const [SMOLLM2, QWEN3_06B, QWEN3_4B, GEMMA3_270M] = FIXTURES.models;
+const [SMOLLM2, QWEN3_06B, QWEN3_4B, GEMMA3_270M, ONEJEV] = FIXTURES.models;
 
 /** The shell's refusal of a model without a chat template (`error::no_template`): the family its
  * architecture most likely expects as the fix, the names under Details. */
@@ -467,7 +469,7 @@ export function createMockBackend(): Backend {
     models: [],
     chatTemplates: {},
   };
-  const models: ModelEntry[] = EMPTY ? [] : [clone(SMOLLM2), clone(QWEN3_06B), clone(GEMMA3_270M)];
+  const models: ModelEntry[] = EMPTY ? [] : DECISION ? [clone(SMOLLM2), clone(ONEJEV)] : [clone(SMOLLM2), clone(QWEN3_06B), clone(GEMMA3_270M)];
   /** Bytes a stopped download kept, by spec (the next pull resumes from there). */
   const kept = new Map<string, number>();
   let pull: { cancelled: boolean } | null = null;

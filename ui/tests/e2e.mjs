@@ -1194,6 +1194,25 @@ export const tests = [
     },
   },
   {
+    name: 'models: a decision model shows the contract in its file, a hybrid its layer types',
+    async run({ page, url, shot }) {
+      await page.setViewportSize({ width: 1200, height: 800 });
+      await page.goto(url('decision=1', 'models'));
+      await visible(page, '[data-testid="models-table"]');
+      const card = page.locator('[data-testid="model-row"][data-path="/home/me/models/OneJev-1.6-0.8B-Q4_K_M.gguf"]');
+      assert.match(await card.locator('[data-testid="model-decision"]').innerText(), /decision model · openjev\s+Asked by the contract in its file on System One requests\./);
+      // Only a decision model says so.
+      assert.equal(await page.locator('[data-testid="model-decision"]').count(), 1);
+      await card.locator('[data-testid="model-details"] summary').click();
+      assert.match(await card.locator('.kv').innerText(), /Architecture\s+qwen35/);
+      assert.equal(await card.locator('[data-testid="model-layers"]').innerText(), '24 (18 Gated DeltaNet, 6 attention)');
+      const smol = page.locator('[data-testid="model-row"]').first();
+      await smol.locator('[data-testid="model-details"] summary').click();
+      assert.equal(await smol.locator('[data-testid="model-layers"]').innerText(), '30');
+      await shot('models-decision');
+    },
+  },
+  {
     name: 'models: cards, device, DERIVED panel (the library\'s figures) under Details, add a model',
     async run({ page, url, shot }) {
       // The real window's size: nothing on the page scrolls sideways.
