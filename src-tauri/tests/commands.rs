@@ -1747,7 +1747,8 @@ fn onejev_entry() -> readout_app_lib::commands::ModelEntry {
     let mut config = md.config;
     let hybrid = config.hybrid.as_mut().unwrap();
     hybrid.recurrent_layers = readout::engine::config::Hybrid::pattern(24, 4);
-    (hybrid.rotary_dim, hybrid.key_heads, hybrid.key_dim, hybrid.value_heads, hybrid.value_dim) = (64, 16, 128, 16, 128);
+    (hybrid.rotary_dim, hybrid.key_heads, hybrid.key_dim, hybrid.value_heads, hybrid.value_dim) =
+        (64, 16, 128, 16, 128);
     (config.vocab_size, config.hidden_size, config.intermediate_size, config.num_layers) = (248_320, 1024, 3584, 24);
     (config.num_heads, config.num_kv_heads, config.head_dim, config.tie_embeddings) = (8, 2, 256, true);
     let path = std::path::Path::new("/home/me/models/OneJev-1.6-0.8B-Q4_K_M.gguf");
@@ -1757,4 +1758,3 @@ fn onejev_entry() -> readout_app_lib::commands::ModelEntry {
         ..ModelEntry::new(readout::models::name_of(path), path.into(), "Q4_K_M".into(), config)
     }
 }
-
