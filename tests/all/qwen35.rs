@@ -180,3 +180,63 @@ fn decision_ggufs_answer_as_llama_cpp_s_systemone_endpoint() {
     }
     assert!(compared >= 45, "only {compared} requests compared");
 }
+
+/// `readout serve` on a decision GGUF answers `/v1/systemone` by the contract, over HTTP, as
+/// llama.cpp's endpoint answered the same request (the queue's decide job, not the score job).
+#[test]
+fn serve_answers_by_the_contract_over_http() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let refs = json("decision-llamacpp.json");
+    let file = "decision-lev.gguf";
+    let case = refs["files"][file]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "several_questions")
+        .unwrap()
+        .clone();
+    let model = fixtures().join(file).display().to_string();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_readout"))
+        .args(["serve", "--port", "0", "--device", "cpu", "--model", &model])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("readout serve says where it listens").unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    let mut body = case["request"].clone();
+    body["model"] = Value::from("jev-latest");
+    body["x_debias"] = Value::from("none");
+    let body = body.to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /v1/systemone HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let (head, json_body) = reply.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{reply}");
+    let got: Value = serde_json::from_str(json_body).unwrap();
+    for (id, want) in case["response"]["answers"].as_object().unwrap() {
+        let have = &got["answers"][id];
+        assert_eq!(have["x_contract"], "lev", "{id}: {have}");
+        assert_eq!(have["choice"], want["choice"], "{id}");
+        for k in ["noul", "score"] {
+            if let Some(w) = want[k].as_f64() {
+                assert!((have[k].as_f64().unwrap() - w).abs() < 1e-4, "{id}: {k} {} vs {w}", have[k]);
+            }
+        }
+    }
+    assert_eq!(got["x_debias"], "none");
+}

@@ -210,6 +210,32 @@ async fn decide(s: &Arc<AppState>, headers: &HeaderMap, body: Body) -> Result<Re
             ),
         ));
     }
+    // Counted off the async threads: a long state takes a while to tokenize.
+    let (engine, max) = (s.engine.clone(), s.options.max_text_tokens);
+    let counted = tokio::task::spawn_blocking(move || -> Result<_, Box<Response>> {
+        let refused = |e| Box::new(ApiError::from_library(e).into_response());
+        let n = engine.tokenizer().encode(&request.state).map_err(refused)?.len();
+        if n > max {
+            return Err(Box::new(one_invalid(
+                &["body", "state"],
+                format!("the state has {n} tokens; this server takes at most {max} (--max-text-tokens)"),
+                "too_long",
+            )));
+        }
+        // A decision model counts its own prompts as it reads them.
+        if engine.info().decision.is_some() {
+            return Ok((request, Usage { input_tokens: 0, output_tokens: 0 }));
+        }
+        let input_tokens = request.input_tokens(&engine).map_err(refused)?;
+        let usage = Usage { input_tokens, output_tokens: 0 };
+        Ok((request, usage))
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    let (request, usage) = match counted {
+        Ok(c) => c,
+        Err(refused) => return Ok(*refused),
+    };
     if s.engine.info().decision.is_some() {
         // A decision model: asked by its own contract, one request at a time.
         let pending = s
@@ -225,28 +251,6 @@ async fn decide(s: &Arc<AppState>, headers: &HeaderMap, body: Body) -> Result<Re
     let config = RunConfig::builder().build().map_err(ApiError::from_library)?;
     let job = request.job(config, s.options.debias).map_err(ApiError::from_library)?;
     let debias = job.config.debias;
-    // Counted off the async threads: a long state takes a while to tokenize.
-    let (engine, max) = (s.engine.clone(), s.options.max_text_tokens);
-    let counted = tokio::task::spawn_blocking(move || -> Result<_, Box<Response>> {
-        let refused = |e| Box::new(ApiError::from_library(e).into_response());
-        let n = engine.tokenizer().encode(&request.state).map_err(refused)?.len();
-        if n > max {
-            return Err(Box::new(one_invalid(
-                &["body", "state"],
-                format!("the state has {n} tokens; this server takes at most {max} (--max-text-tokens)"),
-                "too_long",
-            )));
-        }
-        let input_tokens = request.input_tokens(&engine).map_err(refused)?;
-        let usage = Usage { input_tokens, output_tokens: 0 };
-        Ok((request, usage))
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    let (request, usage) = match counted {
-        Ok(c) => c,
-        Err(refused) => return Ok(*refused),
-    };
     let pending = s.queue.submit(crate::queue::Job::Score(Box::new(job))).map_err(ApiError::refused)?;
     let results = match tokio::time::timeout_at(deadline.into(), pending.scored()).await {
         Ok(Ok(results)) => results,
