@@ -432,4 +432,63 @@ mod tests {
         assert!((f[30] - 1.5534).abs() < 2e-4, "{}", f[30]);
         assert!(f[29..35].windows(2).all(|w| w[0] < w[1]), "the blend rises: {:?}", &f[29..35]);
     }
+
+    /// A Qwen3.5 of `(vocab, hidden, ffn, layers, heads, kv heads, head dim, key heads, value
+    /// heads, linear head dim, tied)`, every fourth layer full attention.
+    #[allow(clippy::type_complexity)]
+    fn qwen35(s: (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, bool)) -> ModelConfig {
+        let (vocab, hidden, ff, layers, heads, kv, hd, kh, vh, ld, tied) = s;
+        ModelConfig {
+            architecture: Architecture::Qwen35,
+            vocab_size: vocab,
+            hidden_size: hidden,
+            intermediate_size: ff,
+            num_layers: layers,
+            num_heads: heads,
+            num_kv_heads: kv,
+            head_dim: hd,
+            rope_theta: 1e7,
+            rms_eps: 1e-6,
+            context_length: 2048,
+            tie_embeddings: tied,
+            rope_style: RopeStyle::Halves,
+            rope_factors: None,
+            gemma: None,
+            hybrid: Some(Hybrid {
+                recurrent_layers: Hybrid::pattern(layers, 4),
+                rotary_dim: hd / 4,
+                key_heads: kh,
+                key_dim: ld,
+                value_heads: vh,
+                value_dim: ld,
+                conv_kernel: 4,
+                tiled_heads: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn qwen35_parameters_are_transformers_count() {
+        // The sums of the tensors transformers 5.23.0 writes (tests/fixtures/qwen35/hf-f32 and
+        // -tied; bench/make-qwen35-shaped's 0.8B and 4B shapes, without MTP).
+        assert_eq!(qwen35((400, 64, 128, 4, 4, 2, 32, 2, 4, 16, false)).parameter_count(), 235_208);
+        assert_eq!(qwen35((400, 64, 128, 4, 4, 2, 32, 2, 4, 16, true)).parameter_count(), 209_608);
+        assert_eq!(qwen35((248_320, 1024, 3584, 24, 8, 2, 256, 16, 16, 128, true)).parameter_count(), 752_393_024);
+        assert_eq!(qwen35((248_320, 2560, 9216, 32, 16, 4, 256, 16, 32, 128, true)).parameter_count(), 4_205_751_296);
+        assert!(qwen35((400, 64, 128, 4, 4, 2, 32, 2, 4, 16, false)).validate().is_ok());
+        let mut odd = qwen35((400, 64, 128, 4, 4, 2, 32, 2, 3, 16, false));
+        assert!(odd.validate().unwrap_err().contains("do not divide"));
+        odd = qwen35((400, 64, 128, 4, 4, 2, 32, 2, 4, 16, false));
+        odd.hybrid.as_mut().unwrap().recurrent_layers.pop();
+        assert!(odd.validate().unwrap_err().contains("3 layer types are given for 4 layers"));
+    }
+
+    #[test]
+    fn value_heads_read_key_heads_tiled_in_gguf_interleaved_in_hugging_face() {
+        let mut h = qwen35((400, 64, 128, 4, 4, 2, 32, 2, 4, 16, false)).hybrid.unwrap();
+        assert_eq!((0..4).map(|v| h.key_head_of(v)).collect::<Vec<_>>(), vec![0, 0, 1, 1]);
+        h.tiled_heads = true;
+        assert_eq!((0..4).map(|v| h.key_head_of(v)).collect::<Vec<_>>(), vec![0, 1, 0, 1]);
+        assert_eq!(h.conv_dim(), 2 * 2 * 16 + 4 * 16);
+    }
 }
