@@ -240,3 +240,28 @@ fn serve_answers_by_the_contract_over_http() {
     }
     assert_eq!(got["x_debias"], "none");
 }
+
+/// What a contract cannot answer (27 options where a lev model reads 26 codes) is refused naming
+/// the model file, the question and the limit, as llama.cpp refuses it.
+#[test]
+fn a_request_past_the_contract_is_refused_naming_the_file_and_question() {
+    use readout::debias::DebiasMode;
+    use readout::jobs::systemone::SystemOneRequest;
+    let refs = json("decision-llamacpp.json");
+    let case = refs["files"]["decision-lev.gguf"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "choice27")
+        .unwrap()
+        .clone();
+    assert_eq!(case["status"], 400);
+    let mut body = case["request"].clone();
+    body["model"] = Value::from("jev-latest");
+    let request = SystemOneRequest::from_value(body).unwrap();
+    let e = engine_at(&fixtures().join("decision-lev.gguf"));
+    let err =
+        readout::jobs::decide::decide(&e, &request, Default::default(), DebiasMode::None).unwrap_err().to_string();
+    assert!(err.contains("decision-lev.gguf"), "{err}");
+    assert!(err.contains("question `animal` has 27 options; this lev model reads at most 26"), "{err}");
+}

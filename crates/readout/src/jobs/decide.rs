@@ -299,7 +299,15 @@ pub fn decide(
 }
 
 /// Decide `request` on a decision model by its contract, with `default` the shell's debias mode.
+/// What the contract or the request cannot do is refused naming the model file.
 pub fn by_contract(engine: &Engine, request: &SystemOneRequest, default: DebiasMode) -> Result<SystemOneResponse> {
+    ask(engine, request, default).map_err(|e| match e {
+        Error::Config(m) => Error::Config(format!("{}: {m}", engine.info().path.display())),
+        other => other,
+    })
+}
+
+fn ask(engine: &Engine, request: &SystemOneRequest, default: DebiasMode) -> Result<SystemOneResponse> {
     let contract =
         engine.info().decision.clone().ok_or_else(|| Error::Config("the model states no decision contract".into()))?;
     if let Some(missing) = head_based(&contract.kind) {
